@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "APIManagerKit",
+    platforms: [.macOS(.v12), .iOS(.v15), .tvOS(.v15), .watchOS(.v8)],
+    products: [
+        .library(name: "APIManagerKit", targets: ["APIManagerKit"]),
+        .library(name: "APIManagerKitTesting", targets: ["APIManagerKitTesting"]),
+        .executable(name: "Playground", targets: ["Playground"]),
+    ],
+    targets: [
+        .target(name: "APIManagerKit"),
+        .target(name: "APIManagerKitTesting", dependencies: ["APIManagerKit"]),
+        .executableTarget(
+            name: "Playground",
+            dependencies: ["APIManagerKit", "APIManagerKitTesting"],
+            path: "Playground"
+        ),
+        .testTarget(
+            name: "APIManagerKitTests",
+            dependencies: ["APIManagerKit", "APIManagerKitTesting"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,22 @@
+/// How a task behaves towards the other in-flight tasks of its scope when it is sent.
+///
+/// A policy applies among the tasks of one ``APIManager`` instance, narrowed further by
+/// ``APIRequest/concurrencyScope``: tasks whose scopes differ never interact. A task is *in flight*
+/// while it is waiting to start, running an attempt, or waiting for a retry. The README has the full
+/// table of interactions.
+public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Starts at once, alongside anything else.
+    case `default`
+    /// Ends every in-flight task of the scope as cancelled (reason ``APIError/CancellationReason/policy``),
+    /// none of which retries, then starts. Search-as-you-type: only the latest query matters.
+    case cancelOthers
+    /// Starts only after every task sent before it in the scope has ended: FIFO, never overlapping.
+    /// Cart sequences (add, update, remove) keep their order, retries included.
+    case waitUntilDone
+    /// Waits only for the tasks already running, then starts before every waiting task; among several
+    /// such tasks the newest starts first. Detail pages: the page the user opened last loads first.
+    case waitUntilDoneHighPriority
+    /// If anything is in flight in the scope, ends at once as ignored (``APIError/ignored``) and is
+    /// never sent. Pull-to-refresh: a second pull is ignored.
+    case ignoreCurrent
+}

@@ -1,0 +1,126 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The one error type of APIManagerKit: every task that does not finish with a response fails with
+/// an `APIError`, delivered to the delegate's failure method and thrown by the async API.
+public enum APIError: Error, Sendable {
+    /// The task was cancelled before it finished; it is never retried.
+    case cancelled(reason: CancellationReason)
+    /// The task was sent under ``APIConcurrencyPolicy/ignoreCurrent`` while its scope was busy, and
+    /// was never sent.
+    case ignored
+    /// The request's overall ``APIRequest/deadline`` passed before the task finished.
+    case timedOut(deadline: TimeInterval, attempts: Int)
+    /// The transport failed (no connection, DNS, TLS, a per-attempt timeout …). `underlying` is the
+    /// transport's own error, a `URLError` for ``URLSessionTransport``.
+    case transport(underlying: any Error)
+    /// The request could not be turned into a `URLRequest`: a bad URL, a body that failed to encode,
+    /// a hook that threw.
+    case invalidRequest(reason: String, underlying: (any Error)? = nil)
+    /// The server answered with a status the request does not accept. The raw response keeps the
+    /// status, headers and body.
+    case unacceptableStatus(APIRawResponse)
+    /// The body could not be decoded into the response type. Never retried.
+    case decoding(underlying: any Error, response: APIRawResponse)
+    /// The response type's initializer rejected an otherwise well-formed response (for example an
+    /// envelope whose `code` says failure). `underlying` is what it threw.
+    case rejected(underlying: any Error, response: APIRawResponse)
+
+    /// Why a task was cancelled.
+    public enum CancellationReason: String, Sendable, Hashable {
+        /// ``AnyAPITask/cancel()``, ``APIManager/cancelAll()`` or ``APIManager/cancelTasks(where:)``.
+        case explicit
+        /// A later ``APIConcurrencyPolicy/cancelOthers`` task of the same scope.
+        case policy
+        /// The Swift task awaiting ``APIManager/response(for:)`` was cancelled.
+        case concurrency
+        /// The manager was released while the task was in flight.
+        case managerReleased
+    }
+}
+
+extension APIError {
+    /// `true` for ``cancelled(reason:)``, whatever the reason.
+    public var isCancellation: Bool {
+        if case .cancelled = self { return true }
+        return false
+    }
+
+    /// `true` for ``ignored``.
+    public var isIgnored: Bool {
+        if case .ignored = self { return true }
+        return false
+    }
+
+    /// `true` for ``timedOut(deadline:attempts:)`` and for a transport error that is a timeout.
+    public var isTimeout: Bool {
+        switch self {
+        case .timedOut: return true
+        case .transport(let error): return (error as? URLError)?.code == .timedOut
+        default: return false
+        }
+    }
+
+    /// The raw response, when the failure came with one.
+    public var response: APIRawResponse? {
+        switch self {
+        case .unacceptableStatus(let response), .decoding(_, let response), .rejected(_, let response):
+            return response
+        default:
+            return nil
+        }
+    }
+
+    /// The HTTP status code, when the failure came with a response.
+    public var statusCode: Int? { response?.statusCode }
+
+    /// The response body, when the failure came with a response.
+    public var responseBody: Data? { response?.body }
+
+    /// The error this one wraps: the transport's, the decoder's, the response type's or a hook's.
+    public var underlyingError: (any Error)? {
+        switch self {
+        case .transport(let error), .decoding(let error, _), .rejected(let error, _): return error
+        case .invalidRequest(_, let error): return error
+        default: return nil
+        }
+    }
+
+    /// Wraps any error thrown by user code or a transport: an `APIError` stays as it is, anything else
+    /// becomes ``transport(underlying:)``.
+    static func wrapTransport(_ error: any Error) -> APIError {
+        error as? APIError ?? .transport(underlying: error)
+    }
+}
+
+extension APIError: LocalizedError, CustomStringConvertible {
+    public var errorDescription: String? { description }
+
+    public var description: String {
+        switch self {
+        case .cancelled(let reason):
+            switch reason {
+            case .explicit: return "The request was cancelled."
+            case .policy: return "The request was cancelled by a newer request (cancelOthers policy)."
+            case .concurrency: return "The request was cancelled because its Swift task was cancelled."
+            case .managerReleased: return "The request was cancelled because its manager was released."
+            }
+        case .ignored:
+            return "The request was ignored because another request of its scope was in flight (ignoreCurrent policy)."
+        case .timedOut(let deadline, let attempts):
+            return "The request did not finish within its deadline of \(deadline) s (\(attempts) attempt\(attempts == 1 ? "" : "s"))."
+        case .transport(let error):
+            return "The request failed to reach the server: \(error.localizedDescription)"
+        case .invalidRequest(let reason, let error):
+            return "The request is invalid: \(reason)" + (error.map { " (\($0))" } ?? "")
+        case .unacceptableStatus(let response):
+            return "The server answered with unacceptable status \(response.statusCode)."
+        case .decoding(let error, let response):
+            return "The response (status \(response.statusCode), \(response.body.count) bytes) could not be decoded: \(error)"
+        case .rejected(let error, let response):
+            return "The response (status \(response.statusCode)) was rejected: \(error)"
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension APIManager {
+    public func urlRequest(for task: APITask<Request>) throws -> URLRequest {
+        try task.request.makeURLRequest()
+    }
+
+    public func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response {
+        guard task.request.acceptableStatusCodes.contains(raw.statusCode) else {
+            throw APIError.unacceptableStatus(raw)
+        }
+        return try Response(from: raw)
+    }
+
+    public func retryDelay(for task: APITask<Request>, afterAttempt attempt: Int, error: APIError) -> TimeInterval? {
+        guard let policy = task.request.retryPolicy else { return nil }
+        return policy.delay(
+            afterAttempt: attempt, error: error, method: task.request.method,
+            randomUnit: engine.randomSource.nextUnitInterval(), now: engine.clock.date)
+    }
+
+    public func taskIsWaiting(_ task: APITask<Request>) {
+        baseDelegate?.apiManager(self, taskIsWaiting: task)
+    }
+
+    public func task(_ task: APITask<Request>, didStartAttempt attempt: Int) {
+        baseDelegate?.apiManager(self, task: task, didStartAttempt: attempt)
+    }
+
+    public func task(_ task: APITask<Request>, willRetryAfter delay: TimeInterval, error: APIError) {
+        baseDelegate?.apiManager(self, task: task, willRetryAfter: delay, error: error)
+    }
+
+    public func task(_ task: APITask<Request>, didFinishWith response: Response) {
+        baseDelegate?.apiManager(self, task: task, didFinishWith: response)
+    }
+
+    public func task(_ task: APITask<Request>, didFailWith error: APIError) {
+        baseDelegate?.apiManager(self, task: task, didFailWith: error)
+    }
+
+    private var baseDelegate: (any APIManagerDelegate)? {
+        engine.delegate as? any APIManagerDelegate
+    }
+}
+
+extension APIManager {
+    /// The delegate, held weakly. Set it from any thread; events already queued go to the delegate
+    /// set when they are delivered.
+    public var delegate: Delegate? {
+        get { engine.delegate as? Delegate }
+        set { engine.delegate = newValue.map { $0 as AnyObject } }
+    }
+
+    /// Where delegate events are delivered: `.queue(.main)` unless set (see ``APIDelivery``).
+    public var eventDelivery: APIDelivery {
+        get { engine.eventDelivery }
+        set { engine.eventDelivery = newValue }
+    }
+}

@@ -1,0 +1,63 @@
+extension APIManager {
+    /// Sends a request under its concurrency policy and returns its task at once. Callable from any
+    /// thread, including from inside a delegate callback.
+    ///
+    /// The outcome arrives through the manager's forwarding methods (and so the delegate): exactly one
+    /// of ``task(_:didFinishWith:)`` or ``task(_:didFailWith:)``.
+    @discardableResult
+    public func send(_ request: Request) -> APITask<Request> {
+        let task = makeTask(for: request)
+        engine.submit(task)
+        return task
+    }
+
+    /// Sends a request and waits for its response. Cancelling the calling Swift task cancels the
+    /// API task (reason ``APIError/CancellationReason/concurrency``). Delegate events are delivered
+    /// as for ``send(_:)``.
+    ///
+    /// - Throws: the task's ``APIError``.
+    public func response(for request: Request) async throws(APIError) -> Response {
+        let task = makeTask(for: request)
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<any Sendable, APIError>, Never>) in
+                engine.onCompletion(of: task) { continuation.resume(returning: $0) }
+                engine.submit(task)
+            }
+        } onCancel: {
+            task.cancel(reason: .concurrency)
+        }
+        switch outcome {
+        case .success(let payload):
+            guard let response = payload as? Response else {
+                throw .invalidRequest(reason: "the engine is shared with a manager of another response type")
+            }
+            return response
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    /// Cancels every in-flight task of this manager (reason ``APIError/CancellationReason/explicit``).
+    public func cancelAll() {
+        engine.cancelTasks(reason: .explicit) { _ in true }
+    }
+
+    /// Cancels the in-flight tasks for which `shouldCancel` returns `true` (reason
+    /// ``APIError/CancellationReason/explicit``). The predicate runs on the calling thread, without
+    /// any lock held, so it may read the tasks' properties.
+    public func cancelTasks(where shouldCancel: (APITask<Request>) throws -> Bool) rethrows {
+        try engine.cancelTasks(reason: .explicit) { task in
+            guard let task = task as? APITask<Request> else { return false }
+            return try shouldCancel(task)
+        }
+    }
+
+    /// The tasks in flight (waiting, running or waiting for a retry), each scope in send order.
+    public var inFlightTasks: [APITask<Request>] {
+        engine.inFlightTasks().compactMap { $0 as? APITask<Request> }
+    }
+
+    private func makeTask(for request: Request) -> ManagedTask<Self> {
+        ManagedTask(manager: self, request: request, identifier: engine.makeIdentifier())
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Ties an endpoint family together: its request type, its response type, its delegate, and the
+/// engine that schedules its tasks.
+///
+/// ```swift
+/// final class CartAPI: APIManager {
+///     typealias Request = CartRequest
+///     typealias Response = CartResponse
+///     let engine = APIEngine()
+/// }
+/// ```
+///
+/// Every method below has a default implementation; implement one in your class to customize it.
+/// The hooks (`urlRequest`, `response`, `retryDelay`) run on the thread that started the attempt or
+/// received the response, without any lock held; the forwarding methods run on ``eventDelivery``.
+public protocol APIManager: AnyObject, Sendable {
+    /// The request type of this endpoint family.
+    associatedtype Request: APIRequest
+    /// The typed result of a successful task.
+    associatedtype Response: APIResponse
+    /// The delegate type: ``APIManagerDelegate`` or a protocol refining it, as an existential
+    /// (`any CartAPIDelegate`). It must be class-bound: the delegate is held weakly.
+    associatedtype Delegate = any APIManagerDelegate
+
+    /// The engine that holds this manager's scheduling state. Store one per manager:
+    /// `let engine = APIEngine()`.
+    var engine: APIEngine { get }
+
+    /// Builds the `URLRequest` for an attempt. Defaults to ``APIRequest/makeURLRequest()``.
+    /// An error thrown here fails the attempt with ``APIError/invalidRequest(reason:underlying:)``
+    /// (an `APIError` is passed through as it is).
+    func urlRequest(for task: APITask<Request>) throws -> URLRequest
+
+    /// Builds the typed response. Defaults to checking the status against
+    /// ``APIRequest/acceptableStatusCodes`` (``APIError/unacceptableStatus(_:)`` otherwise), then
+    /// `Response(from:)`.
+    func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response
+
+    /// The delay before retrying after attempt `attempt` failed with `error`, or `nil` to give up
+    /// (the seed's `delayIntervalForRetryAt`). Defaults to the request's ``APIRequest/retryPolicy``
+    /// (no retry when it is `nil`). Never asked for cancelled, ignored, timed-out or decoding failures.
+    func retryDelay(for task: APITask<Request>, afterAttempt attempt: Int, error: APIError) -> TimeInterval?
+
+    /// The task is queued behind others. Defaults to forwarding to the delegate.
+    func taskIsWaiting(_ task: APITask<Request>)
+    /// Attempt `attempt` started. Defaults to forwarding to the delegate.
+    func task(_ task: APITask<Request>, didStartAttempt attempt: Int)
+    /// A retry is scheduled. Defaults to forwarding to the delegate.
+    func task(_ task: APITask<Request>, willRetryAfter delay: TimeInterval, error: APIError)
+    /// The task finished with a response (terminal). Defaults to forwarding to the delegate.
+    func task(_ task: APITask<Request>, didFinishWith response: Response)
+    /// The task failed, was cancelled, ignored or timed out (terminal). Defaults to forwarding to the
+    /// delegate.
+    func task(_ task: APITask<Request>, didFailWith error: APIError)
+}

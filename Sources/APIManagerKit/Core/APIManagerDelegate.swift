@@ -1,0 +1,29 @@
+/// The base delegate protocol of every manager: five events, each with an empty default.
+///
+/// Events arrive through the manager's forwarding methods (``APIManager/task(_:didFinishWith:)`` and
+/// its siblings), on the manager's ``APIManager/eventDelivery`` (the main queue unless set), one at a
+/// time and in order for each task. Every sent task gets exactly one terminal event, either
+/// `didFinishWith` or `didFailWith`, and no event after it.
+///
+/// For typed events, refine this protocol with your own methods and forward to them from the
+/// manager (see the README's "Typed delegates").
+public protocol APIManagerDelegate: AnyObject {
+    /// The task is queued behind others of its scope. At most once per task, before any other event.
+    func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask)
+    /// Attempt `attempt` (1 for the first) has started. Once per attempt.
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int)
+    /// The attempt failed with `error`; the next starts after `delay` seconds. Once per retry.
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError)
+    /// The task ended with a response. Terminal.
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse)
+    /// The task ended without one: failed, cancelled, ignored or timed out. Terminal.
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError)
+}
+
+extension APIManagerDelegate {
+    public func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {}
+    public func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {}
+    public func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {}
+    public func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {}
+    public func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {}
+}

@@ -1,0 +1,183 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The handle ``APIManager/send(_:)`` returns for one request: its identity, progress and a way to
+/// cancel it. Read its properties from any thread.
+///
+/// `AnyAPITask` is the part that does not depend on the request type; a manager's tasks are
+/// ``APITask``s of its `Request` type.
+public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked: every `var` below is read and written only while holding `lock`, the lock of the
+    // engine that owns the task; `let`s never change, and `engine` is a weak reference, which is
+    // thread-safe.
+
+    /// The lifecycle of a task as seen from outside.
+    public enum State: Sendable, CustomStringConvertible {
+        /// Queued behind other tasks of its scope (``APIConcurrencyPolicy/waitUntilDone`` and
+        /// ``APIConcurrencyPolicy/waitUntilDoneHighPriority``), or not yet handed to the engine.
+        case waiting
+        /// An attempt is on the wire.
+        case running
+        /// An attempt failed and the next one is scheduled.
+        case waitingForRetry
+        /// Ended with a response.
+        case finished
+        /// Ended without a response: cancelled, ignored, timed out or failed.
+        case failed(APIError)
+
+        /// Whether the task has ended and will never change again.
+        public var isTerminal: Bool {
+            switch self {
+            case .finished, .failed: return true
+            case .waiting, .running, .waitingForRetry: return false
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .waiting: return "waiting"
+            case .running: return "running"
+            case .waitingForRetry: return "waitingForRetry"
+            case .finished: return "finished"
+            case .failed(let error): return "failed(\(error))"
+            }
+        }
+    }
+
+    /// Identifies the task among all tasks of its manager; increases with each send.
+    public let identifier: UInt64
+    /// The request's policy, as it was when the task was sent.
+    public let concurrencyPolicy: APIConcurrencyPolicy
+    /// The request's scope key, as it was when the task was sent.
+    public let concurrencyScope: String?
+
+    let lock: Lock
+    weak var engine: APIEngine?
+    let deadline: TimeInterval?
+
+    // MARK: State guarded by `lock`
+
+    var phase: Phase = .created
+    /// The order in which the engine accepted the task; set once, in `APIEngine.submit`.
+    var sequence: UInt64 = 0
+    /// The scope the task is listed in while in flight.
+    var scope: ScopeState?
+    /// The number of the current (or last) attempt; 0 before the first.
+    var attemptNumber = 0
+    var attemptProgress: AttemptProgress = .idle
+    var retryTimer: (any APICancellable)?
+    var deadlineTimer: (any APICancellable)?
+    var cancellationBeforeSubmit: APIError.CancellationReason?
+    var completionHandler: (@Sendable (Result<any Sendable, APIError>) -> Void)?
+    var terminalOutcome: Result<any Sendable, APIError>?
+    // Intrusive list links: a task is in at most one list of its scope at a time.
+    var membership: Membership = .none
+    var previous: AnyAPITask?
+    var next: AnyAPITask?
+
+    enum Phase { case created, waiting, running, waitingForRetry, ended }
+    enum Membership { case none, started, startedFromLine, line }
+    enum AttemptProgress {
+        case idle
+        /// The engine is building the request or calling the transport.
+        case starting
+        /// The transport has the request.
+        case sent(any APICancellable)
+        /// Ended while the transport call was being made: the handle is to be cancelled when it arrives.
+        case abandoned
+    }
+
+    init(identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?, engine: APIEngine) {
+        self.identifier = identifier
+        self.concurrencyPolicy = policy
+        self.concurrencyScope = scope
+        self.deadline = deadline
+        self.engine = engine
+        self.lock = engine.lock
+    }
+
+    /// The current state.
+    public var state: State {
+        lock.withLock {
+            switch phase {
+            case .created, .waiting: return .waiting
+            case .running: return .running
+            case .waitingForRetry: return .waitingForRetry
+            case .ended:
+                switch terminalOutcome {
+                case .failure(let error): return .failed(error)
+                case .success, nil: return .finished
+                }
+            }
+        }
+    }
+
+    /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
+    public var attemptCount: Int { lock.withLock { attemptNumber } }
+
+    /// Cancels the task. A task that has not ended fails with ``APIError/cancelled(reason:)``
+    /// (reason `.explicit`) at once, its transport request and any retry timer are cancelled, and
+    /// it never retries. Cancelling an ended task does nothing.
+    public func cancel() {
+        cancel(reason: .explicit)
+    }
+
+    func cancel(reason: APIError.CancellationReason) {
+        if let engine {
+            engine.cancel(self, reason: reason)
+        } else {
+            // The engine is gone, and with it every task it owned has already ended.
+            lock.withLock {
+                if phase == .created { cancellationBeforeSubmit = reason }
+            }
+        }
+    }
+
+    // MARK: Hooks the typed subclass fills in (called without the lock)
+
+    func makeURLRequest() throws(APIError) -> URLRequest {
+        throw .invalidRequest(reason: "task has no manager")
+    }
+
+    func buildResponse(_ raw: APIRawResponse) -> Result<any Sendable, APIError> {
+        .failure(.invalidRequest(reason: "task has no manager"))
+    }
+
+    func retryDelay(afterAttempt attempt: Int, error: APIError) -> TimeInterval? { nil }
+
+    func deliver(_ event: Event) {}
+
+    enum Event {
+        case waiting
+        case started(attempt: Int)
+        case willRetry(delay: TimeInterval, error: APIError)
+        case finished(any Sendable)
+        case failed(APIError)
+    }
+
+    // MARK: Hashable, CustomStringConvertible
+
+    public static func == (lhs: AnyAPITask, rhs: AnyAPITask) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    public var description: String {
+        "APITask #\(identifier) (\(concurrencyPolicy)\(concurrencyScope.map { ", scope \($0)" } ?? "")): \(state)"
+    }
+}
+
+/// A task of a manager whose requests are of type `Request`.
+public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
+    // @unchecked: adds only an immutable `let` to AnyAPITask.
+
+    /// The request this task sends.
+    public let request: Request
+
+    init(request: Request, identifier: UInt64, engine: APIEngine) {
+        self.request = request
+        super.init(
+            identifier: identifier, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
+            deadline: request.deadline, engine: engine)
+    }
+}

@@ -1,0 +1,30 @@
+/// An HTTP request method. Any token is allowed; the common ones have static members.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral,
+    CustomStringConvertible
+{
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+
+    public static let get: HTTPMethod = "GET"
+    public static let head: HTTPMethod = "HEAD"
+    public static let post: HTTPMethod = "POST"
+    public static let put: HTTPMethod = "PUT"
+    public static let patch: HTTPMethod = "PATCH"
+    public static let delete: HTTPMethod = "DELETE"
+    public static let options: HTTPMethod = "OPTIONS"
+    public static let trace: HTTPMethod = "TRACE"
+
+    /// Whether sending the request twice has the same effect as sending it once (RFC 9110 §9.2.2):
+    /// GET, HEAD, PUT, DELETE, OPTIONS and TRACE. Retry only repeats idempotent requests unless the
+    /// request opts in.
+    public var isIdempotent: Bool {
+        switch self {
+        case .get, .head, .put, .delete, .options, .trace: return true
+        default: return false
+        }
+    }
+
+    public var description: String { rawValue }
+}

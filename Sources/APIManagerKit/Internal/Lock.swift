@@ -1,0 +1,79 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A non-recursive mutex: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere.
+///
+/// One `Lock` guards all the scheduling state of an ``APIEngine`` and of the tasks it owns.
+/// Never call user code (delegates, transports, clocks) while holding it.
+final class Lock: @unchecked Sendable {
+    // @unchecked: the pointer is allocated once, never reassigned, and only used through the
+    // platform's thread-safe lock functions.
+    #if canImport(Darwin)
+    private let primitive: UnsafeMutablePointer<os_unfair_lock>
+    #else
+    private let primitive: UnsafeMutablePointer<pthread_mutex_t>
+    #endif
+
+    init() {
+        #if canImport(Darwin)
+        primitive = .allocate(capacity: 1)
+        primitive.initialize(to: os_unfair_lock())
+        #else
+        primitive = .allocate(capacity: 1)
+        primitive.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(primitive, nil)
+        #endif
+    }
+
+    deinit {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(primitive)
+        #endif
+        primitive.deinitialize(count: 1)
+        primitive.deallocate()
+    }
+
+    @inline(__always)
+    func lock() {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(primitive)
+        #else
+        pthread_mutex_lock(primitive)
+        #endif
+    }
+
+    @inline(__always)
+    func unlock() {
+        #if canImport(Darwin)
+        os_unfair_lock_unlock(primitive)
+        #else
+        pthread_mutex_unlock(primitive)
+        #endif
+    }
+
+    @inline(__always)
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
+/// A value guarded by its own ``Lock``; for small pieces of state outside the engine
+/// (test doubles, the system random source, async bridging).
+final class Protected<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only read or written inside `lock.withLock`.
+    private let lock = Lock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
+}

@@ -1,0 +1,12 @@
+/// A source of uniformly distributed numbers in `0..<1`, used for retry jitter. Inject a fixed
+/// one in tests to check the delay table exactly.
+public protocol APIRandomSource: Sendable {
+    /// A number in `0..<1`.
+    func nextUnitInterval() -> Double
+}
+
+/// The system's random number generator.
+public struct SystemRandomSource: APIRandomSource {
+    public init() {}
+    public func nextUnitInterval() -> Double { Double.random(in: 0..<1) }
+}

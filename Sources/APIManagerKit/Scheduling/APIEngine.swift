@@ -1,0 +1,475 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The scheduler a manager owns: it applies concurrency policies, runs attempts on the transport,
+/// schedules retries and deadlines on the clock, and delivers events to the manager in order.
+///
+/// Each manager stores one engine (`let engine = APIEngine()`); give each manager its own. All its
+/// state sits behind one lock, which is never held while calling a transport, a clock, a hook of the
+/// manager or a delegate. When the engine is released (with its manager), every task still in flight
+/// ends as cancelled with reason ``APIError/CancellationReason/managerReleased``: its transport request
+/// and timers are cancelled and async callers resume, but no delegate event is sent, as there is no
+/// manager left to send it.
+public final class APIEngine: @unchecked Sendable {
+    // @unchecked: every `var` below is read and written only while holding `lock`. The `let`s are
+    // Sendable or never mutated.
+
+    /// The transport attempts are sent with.
+    public let transport: any APITransport
+    /// The clock retries and deadlines are timed with.
+    public let clock: any APIClock
+    /// Where retry jitter comes from.
+    public let randomSource: any APIRandomSource
+
+    let lock = Lock()
+
+    private var delivery: APIDelivery
+    private weak var delegateObject: AnyObject?
+    private var nextIdentifier: UInt64 = 0
+    private var nextSequence: UInt64 = 0
+    private let defaultScope = ScopeState(key: nil)
+    private var namedScopes: [String: ScopeState] = [:]
+    private var outbox: [(AnyAPITask, AnyAPITask.Event)] = []
+    private var isDeliveryScheduled = false
+
+    /// - Parameters:
+    ///   - transport: ``URLSessionTransport/shared`` unless given.
+    ///   - clock: a ``DispatchClock`` unless given.
+    ///   - randomSource: the system's generator unless given.
+    ///   - delivery: `.queue(.main)` unless given.
+    public init(
+        transport: any APITransport = URLSessionTransport.shared,
+        clock: any APIClock = DispatchClock(),
+        randomSource: any APIRandomSource = SystemRandomSource(),
+        delivery: APIDelivery = .queue(.main)
+    ) {
+        self.transport = transport
+        self.clock = clock
+        self.randomSource = randomSource
+        self.delivery = delivery
+    }
+
+    deinit {
+        var effects = Effects()
+        for task in allInFlightTasks() {
+            end(task, with: .failure(.cancelled(reason: .managerReleased)), effects: &effects, pump: false, notify: false)
+        }
+        effects.performCancellationsAndCompletions()
+    }
+
+    // MARK: Settings
+
+    /// Where events are delivered; settable at any time, affecting events produced afterwards.
+    public var eventDelivery: APIDelivery {
+        get { lock.withLock { delivery } }
+        set { lock.withLock { delivery = newValue } }
+    }
+
+    /// The delegate, held weakly. Set it through ``APIManager/delegate``.
+    var delegate: AnyObject? {
+        get { lock.withLock { delegateObject } }
+        set { lock.withLock { delegateObject = newValue } }
+    }
+
+    /// The number of tasks in flight: waiting, running or waiting for a retry.
+    public var inFlightCount: Int {
+        lock.withLock {
+            namedScopes.values.reduce(count(of: defaultScope)) { $0 + count(of: $1) }
+        }
+    }
+
+    private func count(of scope: ScopeState) -> Int {
+        scope.started.count + scope.startedFromLine.count + scope.line.count
+    }
+
+    func makeIdentifier() -> UInt64 {
+        lock.withLock {
+            nextIdentifier += 1
+            return nextIdentifier
+        }
+    }
+
+    // MARK: Submitting
+
+    /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before
+    /// being submitted) ends it.
+    func submit(_ task: AnyAPITask) {
+        var effects = Effects()
+        lock.lock()
+        guard task.phase == .created else {
+            lock.unlock()
+            return
+        }
+        nextSequence += 1
+        task.sequence = nextSequence
+        if let reason = task.cancellationBeforeSubmit {
+            task.phase = .waiting
+            end(task, with: .failure(.cancelled(reason: reason)), effects: &effects)
+        } else {
+            let scope = scope(for: task.concurrencyScope)
+            task.scope = scope
+            task.phase = .waiting
+            switch task.concurrencyPolicy {
+            case .default:
+                startDirectly(task, in: scope, effects: &effects)
+            case .cancelOthers:
+                for other in scope.started.snapshot() + scope.startedFromLine.snapshot() + scope.line.snapshot() {
+                    end(other, with: .failure(.cancelled(reason: .policy)), effects: &effects, pump: false)
+                }
+                startDirectly(task, in: scope, effects: &effects)
+            case .waitUntilDone:
+                if scope.isIdle {
+                    startDirectly(task, in: scope, effects: &effects)
+                } else {
+                    scope.line.append(task, as: .line)
+                    emit(.waiting, for: task, effects: &effects)
+                }
+            case .waitUntilDoneHighPriority:
+                if scope.hasRunning {
+                    scope.line.prepend(task, as: .line)
+                    emit(.waiting, for: task, effects: &effects)
+                } else {
+                    startDirectly(task, in: scope, effects: &effects)
+                }
+            case .ignoreCurrent:
+                if scope.isIdle {
+                    startDirectly(task, in: scope, effects: &effects)
+                } else {
+                    end(task, with: .failure(.ignored), effects: &effects)
+                }
+            }
+            if let deadline = task.deadline, task.phase != .ended {
+                effects.deadlines.append((task, deadline))
+            }
+        }
+        lock.unlock()
+        perform(effects)
+    }
+
+    /// Registers what to call when the task ends; called at once (on this thread) if it has ended.
+    func onCompletion(of task: AnyAPITask, _ handler: @escaping @Sendable (Result<any Sendable, APIError>) -> Void) {
+        lock.lock()
+        if let outcome = task.terminalOutcome {
+            lock.unlock()
+            handler(outcome)
+            return
+        }
+        task.completionHandler = handler
+        lock.unlock()
+    }
+
+    // MARK: Cancelling
+
+    func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason) {
+        var effects = Effects()
+        lock.lock()
+        switch task.phase {
+        case .created:
+            if task.cancellationBeforeSubmit == nil { task.cancellationBeforeSubmit = reason }
+        case .ended:
+            break
+        case .waiting, .running, .waitingForRetry:
+            end(task, with: .failure(.cancelled(reason: reason)), effects: &effects)
+        }
+        lock.unlock()
+        perform(effects)
+    }
+
+    /// Cancels every in-flight task for which `shouldCancel` returns `true`. The predicate runs
+    /// without the lock, on this thread.
+    func cancelTasks(reason: APIError.CancellationReason, where shouldCancel: (AnyAPITask) throws -> Bool) rethrows {
+        let candidates = lock.withLock { allInFlightTasks() }
+        let chosen = try candidates.filter(shouldCancel)
+        guard !chosen.isEmpty else { return }
+        var effects = Effects()
+        lock.lock()
+        for task in chosen where task.phase != .ended {
+            end(task, with: .failure(.cancelled(reason: reason)), effects: &effects)
+        }
+        lock.unlock()
+        perform(effects)
+    }
+
+    /// The in-flight tasks, in no particular order across scopes, each scope's in send order.
+    func inFlightTasks() -> [AnyAPITask] {
+        lock.withLock { allInFlightTasks() }
+    }
+
+    private func allInFlightTasks() -> [AnyAPITask] {
+        var tasks: [AnyAPITask] = []
+        for scope in [defaultScope] + Array(namedScopes.values) {
+            tasks += scope.started.snapshot()
+            tasks += scope.startedFromLine.snapshot()
+            tasks += scope.line.snapshot()
+        }
+        return tasks
+    }
+
+    // MARK: Attempts
+
+    /// Builds the request and hands it to the transport. Called without the lock, through the
+    /// trampoline.
+    func performStart(_ task: AnyAPITask, attempt: Int) {
+        let urlRequest: URLRequest
+        do {
+            urlRequest = try task.makeURLRequest()
+        } catch {
+            attemptCompleted(task, attempt: attempt, result: .failure(error))
+            return
+        }
+        let handle = transport.send(urlRequest) { [weak self] result in
+            self?.attemptCompleted(task, attempt: attempt, result: result.mapError(APIError.wrapTransport))
+        }
+        lock.lock()
+        guard task.attemptNumber == attempt else {
+            lock.unlock()
+            return
+        }
+        switch task.attemptProgress {
+        case .starting:
+            task.attemptProgress = .sent(handle)
+            lock.unlock()
+        case .abandoned:
+            task.attemptProgress = .idle
+            lock.unlock()
+            handle.cancel()
+        case .idle, .sent:
+            // The transport completed inside `send`.
+            lock.unlock()
+        }
+    }
+
+    private func attemptCompleted(_ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>) {
+        guard isCurrent(task, attempt: attempt) else { return }
+        let outcome: Result<any Sendable, APIError>
+        switch result {
+        case .success(let raw): outcome = task.buildResponse(raw)
+        case .failure(let error): outcome = .failure(error)
+        }
+        var retryDelay: TimeInterval?
+        if case .failure(let error) = outcome, Self.mayRetry(error),
+            let delay = task.retryDelay(afterAttempt: attempt, error: error), delay.isFinite
+        {
+            retryDelay = max(0, delay)
+        }
+
+        var effects = Effects()
+        lock.lock()
+        guard task.phase == .running, task.attemptNumber == attempt else {
+            lock.unlock()
+            return
+        }
+        task.attemptProgress = .idle
+        switch (outcome, retryDelay) {
+        case (.failure(let error), let delay?):
+            task.phase = .waitingForRetry
+            emit(.willRetry(delay: delay, error: error), for: task, effects: &effects)
+            if delay == 0 {
+                beginAttempt(task, effects: &effects)
+            } else {
+                effects.retries.append((task, attempt, delay))
+            }
+        default:
+            end(task, with: outcome, effects: &effects)
+        }
+        lock.unlock()
+        perform(effects)
+    }
+
+    private func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
+        lock.withLock { task.phase == .running && task.attemptNumber == attempt }
+    }
+
+    /// Cancelled, ignored, timed-out and decoding failures never retry, whatever the hook says.
+    static func mayRetry(_ error: APIError) -> Bool {
+        switch error {
+        case .cancelled, .ignored, .timedOut, .decoding: return false
+        case .transport, .invalidRequest, .unacceptableStatus, .rejected: return true
+        }
+    }
+
+    private func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
+        var effects = Effects()
+        lock.lock()
+        if task.phase == .waitingForRetry, task.attemptNumber == attempt {
+            task.retryTimer = nil
+            beginAttempt(task, effects: &effects)
+        }
+        lock.unlock()
+        perform(effects)
+    }
+
+    private func deadlineFired(_ task: AnyAPITask, deadline: TimeInterval) {
+        var effects = Effects()
+        lock.lock()
+        if task.phase != .ended {
+            task.deadlineTimer = nil
+            let attempts = task.attemptNumber
+            end(task, with: .failure(.timedOut(deadline: deadline, attempts: attempts)), effects: &effects)
+        }
+        lock.unlock()
+        perform(effects)
+    }
+
+    // MARK: Transitions (called with the lock held)
+
+    private func scope(for key: String?) -> ScopeState {
+        guard let key else { return defaultScope }
+        if let scope = namedScopes[key] { return scope }
+        let scope = ScopeState(key: key)
+        namedScopes[key] = scope
+        return scope
+    }
+
+    private func startDirectly(_ task: AnyAPITask, in scope: ScopeState, effects: inout Effects) {
+        scope.started.append(task, as: .started)
+        beginAttempt(task, effects: &effects)
+    }
+
+    private func beginAttempt(_ task: AnyAPITask, effects: inout Effects) {
+        task.attemptNumber += 1
+        task.phase = .running
+        task.attemptProgress = .starting
+        emit(.started(attempt: task.attemptNumber), for: task, effects: &effects)
+        effects.starts.append((self, task, task.attemptNumber))
+    }
+
+    /// Starts the head of the line while it may start.
+    private func pump(_ scope: ScopeState, effects: inout Effects) {
+        while let head = scope.line.head, scope.canStart(head) {
+            scope.line.remove(head)
+            scope.startedFromLine.append(head, as: .startedFromLine)
+            beginAttempt(head, effects: &effects)
+        }
+    }
+
+    private func end(
+        _ task: AnyAPITask, with outcome: Result<any Sendable, APIError>, effects: inout Effects,
+        pump shouldPump: Bool = true, notify: Bool = true
+    ) {
+        guard task.phase != .ended else { return }
+        if let scope = task.scope {
+            switch task.membership {
+            case .started: scope.started.remove(task)
+            case .startedFromLine: scope.startedFromLine.remove(task)
+            case .line: scope.line.remove(task)
+            case .none: break
+            }
+            task.scope = nil
+            if shouldPump { pump(scope, effects: &effects) }
+            if let key = scope.key, scope.isIdle { namedScopes[key] = nil }
+        }
+        switch task.attemptProgress {
+        case .sent(let handle):
+            effects.cancellations.append(handle)
+            task.attemptProgress = .idle
+        case .starting:
+            task.attemptProgress = .abandoned
+        case .idle, .abandoned:
+            break
+        }
+        if let timer = task.retryTimer {
+            effects.cancellations.append(timer)
+            task.retryTimer = nil
+        }
+        if let timer = task.deadlineTimer {
+            effects.cancellations.append(timer)
+            task.deadlineTimer = nil
+        }
+        task.phase = .ended
+        task.terminalOutcome = outcome
+        if notify {
+            switch outcome {
+            case .success(let response): emit(.finished(response), for: task, effects: &effects)
+            case .failure(let error): emit(.failed(error), for: task, effects: &effects)
+            }
+        }
+        if let handler = task.completionHandler {
+            task.completionHandler = nil
+            effects.completions.append((handler, outcome))
+        }
+    }
+
+    private func emit(_ event: AnyAPITask.Event, for task: AnyAPITask, effects: inout Effects) {
+        outbox.append((task, event))
+        if !isDeliveryScheduled {
+            isDeliveryScheduled = true
+            effects.delivery = delivery
+        }
+    }
+
+    // MARK: Effects (performed without the lock)
+
+    /// What a transition decided to do once the lock is released.
+    struct Effects {
+        var cancellations: [any APICancellable] = []
+        var completions: [(@Sendable (Result<any Sendable, APIError>) -> Void, Result<any Sendable, APIError>)] = []
+        var starts: [StartTrampoline.Start] = []
+        var retries: [(AnyAPITask, Int, TimeInterval)] = []
+        var deadlines: [(AnyAPITask, TimeInterval)] = []
+        var delivery: APIDelivery?
+
+        func performCancellationsAndCompletions() {
+            for cancellable in cancellations { cancellable.cancel() }
+            for (handler, outcome) in completions { handler(outcome) }
+        }
+    }
+
+    private func perform(_ effects: Effects) {
+        effects.performCancellationsAndCompletions()
+        for (task, deadline) in effects.deadlines {
+            let timer = clock.schedule(after: deadline) { [weak self] in self?.deadlineFired(task, deadline: deadline) }
+            store(timer, in: task, as: \.deadlineTimer) { $0.phase != .ended }
+        }
+        for (task, attempt, delay) in effects.retries {
+            let timer = clock.schedule(after: delay) { [weak self] in self?.retryTimerFired(task, attempt: attempt) }
+            store(timer, in: task, as: \.retryTimer) { $0.phase == .waitingForRetry && $0.attemptNumber == attempt }
+        }
+        if !effects.starts.isEmpty {
+            StartTrampoline.perform(effects.starts)
+        }
+        switch effects.delivery {
+        case .queue(let queue)?: queue.async { self.deliverEvents() }
+        case .immediate?: deliverEvents()
+        case nil: break
+        }
+    }
+
+    /// Keeps a timer on the task if it is still needed, else cancels it.
+    private func store(
+        _ timer: any APICancellable, in task: AnyAPITask,
+        as keyPath: ReferenceWritableKeyPath<AnyAPITask, (any APICancellable)?>,
+        if stillNeeded: (AnyAPITask) -> Bool
+    ) {
+        lock.lock()
+        if stillNeeded(task) {
+            task[keyPath: keyPath] = timer
+            lock.unlock()
+        } else {
+            lock.unlock()
+            timer.cancel()
+        }
+    }
+
+    /// Delivers queued events until none are left. Only one thread delivers at a time.
+    private func deliverEvents() {
+        var batch: [(AnyAPITask, AnyAPITask.Event)] = []
+        while true {
+            lock.lock()
+            if outbox.isEmpty {
+                isDeliveryScheduled = false
+                lock.unlock()
+                return
+            }
+            swap(&batch, &outbox)
+            lock.unlock()
+            for (task, event) in batch {
+                task.deliver(event)
+            }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+}

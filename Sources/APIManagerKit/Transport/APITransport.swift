@@ -1,0 +1,17 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The network seam: sends one `URLRequest` and reports what came back. ``URLSessionTransport`` is
+/// the default; `MockTransport` (APIManagerKitTesting) scripts answers for tests.
+///
+/// A transport must call `completion` exactly once unless the request is cancelled (after which it
+/// may call it or not; the engine drops any late call). It may call it on any thread, even before
+/// ``send(_:completion:)`` returns.
+public protocol APITransport: Sendable {
+    func send(
+        _ request: URLRequest,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable
+}

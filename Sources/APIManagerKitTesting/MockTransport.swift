@@ -1,0 +1,252 @@
+import APIManagerKit
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A transport that answers from a script instead of the network, and records what it was asked.
+///
+/// Routes match by method (any when `nil`) and URL path; a route answers with its replies in turn,
+/// repeating the last. A reply can carry a latency, counted on the transport's clock (a `TestClock`
+/// in tests), or be held until the test releases it. A reply with neither completes inside `send`.
+/// A request that no route matches gets ``unmatchedReply`` (404 unless set).
+///
+/// Cancelling a pending request completes it with `URLError(.cancelled)`, as `URLSession` does, and is
+/// recorded.
+public final class MockTransport: APITransport, @unchecked Sendable {
+    // @unchecked: all mutable state is in `state`, read and written only under `lock`.
+
+    /// One scripted answer.
+    public struct Reply: Sendable {
+        public var result: Result<APIRawResponse, URLError>
+        /// Seconds on the transport's clock before the reply arrives. `0` unless set.
+        public var latency: TimeInterval = 0
+        /// Whether the reply waits for ``MockTransport/release(path:with:)``. `false` unless set.
+        public var isHeld = false
+
+        public init(result: Result<APIRawResponse, URLError>, latency: TimeInterval = 0, isHeld: Bool = false) {
+            self.result = result
+            self.latency = latency
+            self.isHeld = isHeld
+        }
+
+        /// A response with this status, headers and body.
+        public static func status(_ code: Int, headers: [String: String] = [:], body: Data = Data()) -> Reply {
+            Reply(result: .success(APIRawResponse(statusCode: code, headers: headers, body: body)))
+        }
+
+        /// A JSON response (`Content-Type: application/json`).
+        public static func json(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Reply {
+            var headers = headers
+            headers["Content-Type"] = "application/json"
+            return .status(status, headers: headers, body: Data(text.utf8))
+        }
+
+        /// A transport failure.
+        public static func failure(_ code: URLError.Code) -> Reply {
+            Reply(result: .failure(URLError(code)))
+        }
+
+        /// The same reply, arriving `seconds` later on the transport's clock.
+        public func after(_ seconds: TimeInterval) -> Reply {
+            var copy = self
+            copy.latency = seconds
+            return copy
+        }
+
+        /// The same reply, held until released.
+        public func held() -> Reply {
+            var copy = self
+            copy.isHeld = true
+            return copy
+        }
+    }
+
+    /// What happened to one request.
+    public struct Record: Sendable {
+        public enum Outcome: Sendable, Equatable { case pending, held, completed, cancelled }
+        /// 1 for the first request the transport saw, and so on.
+        public let number: Int
+        public let request: URLRequest
+        public var outcome: Outcome
+        /// The clock's time when the request arrived.
+        public let sentAt: TimeInterval
+        /// The clock's time when it completed or was cancelled.
+        public var endedAt: TimeInterval?
+
+        public var method: String { request.httpMethod ?? "GET" }
+        public var path: String { request.url?.path ?? "" }
+    }
+
+    private struct Route {
+        let method: HTTPMethod?
+        let path: String
+        var replies: [Reply]
+        let handler: (@Sendable (URLRequest) -> Reply)?
+
+        mutating func nextReply(for request: URLRequest) -> Reply? {
+            if let handler { return handler(request) }
+            guard let first = replies.first else { return nil }
+            if replies.count > 1 { replies.removeFirst() }
+            return first
+        }
+    }
+
+    private struct Pending {
+        let number: Int
+        var reply: Reply
+        let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
+        var timer: (any APICancellable)?
+    }
+
+    private struct State {
+        var routes: [Route] = []
+        var records: [Record] = []
+        var pending: [Int: Pending] = [:]
+        var unmatchedReply = Reply.status(404, body: Data("no route".utf8))
+    }
+
+    private let lock = NSLock()
+    private var state = State()
+    /// The clock latencies are counted on.
+    public let clock: any APIClock
+
+    /// - Parameter clock: where latencies are counted; a real ``DispatchClock`` unless given.
+    public init(clock: any APIClock = DispatchClock()) {
+        self.clock = clock
+    }
+
+    // MARK: Script
+
+    /// Answers requests with this method (any when `nil`) and path with `replies` in turn, repeating
+    /// the last. A later route for the same method and path replaces the earlier one.
+    public func stub(_ method: HTTPMethod? = nil, _ path: String, _ replies: Reply...) {
+        addRoute(Route(method: method, path: path, replies: replies, handler: nil))
+    }
+
+    /// Answers requests with this method (any when `nil`) and path with whatever `handler` returns.
+    public func stub(_ method: HTTPMethod? = nil, _ path: String, handler: @escaping @Sendable (URLRequest) -> Reply) {
+        addRoute(Route(method: method, path: path, replies: [], handler: handler))
+    }
+
+    /// The answer to a request no route matches. `404 "no route"` unless set.
+    public var unmatchedReply: Reply {
+        get { lock.withLock { state.unmatchedReply } }
+        set { lock.withLock { state.unmatchedReply = newValue } }
+    }
+
+    private func addRoute(_ route: Route) {
+        lock.withLock {
+            state.routes.removeAll { $0.method == route.method && $0.path == route.path }
+            state.routes.append(route)
+        }
+    }
+
+    // MARK: Inspection
+
+    /// Every request seen, in order, with what became of it.
+    public var records: [Record] { lock.withLock { state.records } }
+    /// Every request seen, in order.
+    public var requests: [URLRequest] { records.map(\.request) }
+    /// The requests that were cancelled while pending, in the order they arrived.
+    public var cancelledRequests: [URLRequest] { records.filter { $0.outcome == .cancelled }.map(\.request) }
+    /// The number of requests held and not yet released or cancelled.
+    public var heldCount: Int { lock.withLock { state.pending.values.filter(\.reply.isHeld).count } }
+    /// The number of requests not yet completed or cancelled.
+    public var pendingCount: Int { lock.withLock { state.pending.count } }
+
+    // MARK: Control
+
+    /// Completes the oldest held request (whose path is `path`, when given), with `reply` if given,
+    /// else with its scripted reply. Returns `false` when no held request matches.
+    @discardableResult
+    public func release(path: String? = nil, with reply: Reply? = nil) -> Bool {
+        let released: Pending? = lock.withLock {
+            let candidates = state.pending.values
+                .filter { $0.reply.isHeld && (path == nil || state.records[$0.number - 1].path == path) }
+            guard let oldest = candidates.min(by: { $0.number < $1.number }) else { return nil }
+            return state.pending[oldest.number]
+        }
+        guard var pending = released else { return false }
+        if let reply { pending.reply.result = reply.result }
+        finish(number: pending.number, with: pending.reply.result)
+        return true
+    }
+
+    /// Completes every held request with its scripted reply, oldest first.
+    public func releaseAll() {
+        while release() {}
+    }
+
+    // MARK: APITransport
+
+    public func send(
+        _ request: URLRequest,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        let now = clock.now
+        let (number, reply): (Int, Reply) = lock.withLock {
+            let number = state.records.count + 1
+            state.records.append(Record(number: number, request: request, outcome: .pending, sentAt: now))
+            let path = request.url?.path ?? ""
+            let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
+            let index = state.routes.lastIndex { $0.path == path && ($0.method == nil || $0.method == method) }
+            var reply = state.unmatchedReply
+            if let index, let next = state.routes[index].nextReply(for: request) { reply = next }
+            if reply.isHeld || reply.latency > 0 {
+                state.pending[number] = Pending(number: number, reply: reply, completion: completion, timer: nil)
+                if reply.isHeld { state.records[number - 1].outcome = .held }
+            }
+            return (number, reply)
+        }
+        let cancellable = Cancellation(transport: self, number: number)
+        if reply.isHeld { return cancellable }
+        if reply.latency > 0 {
+            let timer = clock.schedule(after: reply.latency) { [weak self] in
+                self?.finish(number: number, with: reply.result)
+            }
+            let stillPending = lock.withLock {
+                state.pending[number]?.timer = timer
+                return state.pending[number] != nil
+            }
+            if !stillPending { timer.cancel() }
+            return cancellable
+        }
+        lock.withLock {
+            state.records[number - 1].outcome = .completed
+            state.records[number - 1].endedAt = now
+        }
+        completion(reply.result.mapError { $0 })
+        return cancellable
+    }
+
+    private func finish(number: Int, with result: Result<APIRawResponse, URLError>) {
+        let now = clock.now
+        let pending: Pending? = lock.withLock {
+            guard let pending = state.pending.removeValue(forKey: number) else { return nil }
+            state.records[number - 1].outcome = .completed
+            state.records[number - 1].endedAt = now
+            return pending
+        }
+        pending?.completion(result.mapError { $0 })
+    }
+
+    fileprivate func cancel(number: Int) {
+        let now = clock.now
+        let pending: Pending? = lock.withLock {
+            guard let pending = state.pending.removeValue(forKey: number) else { return nil }
+            state.records[number - 1].outcome = .cancelled
+            state.records[number - 1].endedAt = now
+            return pending
+        }
+        guard let pending else { return }
+        pending.timer?.cancel()
+        pending.completion(.failure(URLError(.cancelled)))
+    }
+
+    private struct Cancellation: APICancellable {
+        weak var transport: MockTransport?
+        let number: Int
+        func cancel() { transport?.cancel(number: number) }
+    }
+}
