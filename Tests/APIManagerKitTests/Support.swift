@@ -1,0 +1,149 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+let testBaseURL = URL(string: "https://api.test")!
+
+struct TestRequest: APIRequest {
+    var url = testBaseURL
+    var path: String
+    var method: HTTPMethod = .get
+    var concurrencyPolicy: APIConcurrencyPolicy = .default
+    var concurrencyScope: String?
+    var retryPolicy: APIRetryPolicy?
+    var deadline: TimeInterval?
+
+    init(
+        _ path: String, _ policy: APIConcurrencyPolicy = .default, scope: String? = nil, method: HTTPMethod = .get,
+        retry: APIRetryPolicy? = nil, deadline: TimeInterval? = nil
+    ) {
+        self.path = path
+        self.concurrencyPolicy = policy
+        self.concurrencyScope = scope
+        self.method = method
+        self.retryPolicy = retry
+        self.deadline = deadline
+    }
+}
+
+struct Echo: APIResponse, Decodable, Equatable {
+    var value: String?
+}
+
+final class TestManager: APIManager {
+    typealias Request = TestRequest
+    typealias Response = Echo
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+/// Always returns the same number, so jittered delays are exact.
+struct FixedRandom: APIRandomSource {
+    var value: Double
+    func nextUnitInterval() -> Double { value }
+}
+
+/// Records every event as a line such as `"3 start 1"`, `"3 retry 0.5"`, `"3 failed cancelled(policy)"`.
+final class EventRecorder: APIManagerDelegate, @unchecked Sendable {
+    // @unchecked: `lines` is only touched under `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    /// Runs inside each callback, for re-entrancy tests.
+    var onEvent: (@Sendable (String) -> Void)?
+
+    var events: [String] { lock.withLock { lines } }
+
+    func events(of task: AnyAPITask) -> [String] {
+        let prefix = "\(task.identifier) "
+        return events.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+    }
+
+    private func record(_ line: String) {
+        lock.withLock { lines.append(line) }
+        onEvent?(line)
+    }
+
+    func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {
+        record("\(task.identifier) waiting")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {
+        record("\(task.identifier) start \(attempt)")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
+        record("\(task.identifier) retry \(delay)")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
+        record("\(task.identifier) finished")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {
+        record("\(task.identifier) failed \(describe(error))")
+    }
+}
+
+func describe(_ error: APIError) -> String {
+    switch error {
+    case .cancelled(let reason): return "cancelled(\(reason))"
+    case .ignored: return "ignored"
+    case .timedOut: return "timedOut"
+    case .transport(let error): return "transport(\((error as? URLError)?.code.rawValue ?? -1))"
+    case .invalidRequest: return "invalidRequest"
+    case .unacceptableStatus(let response): return "status(\(response.statusCode))"
+    case .decoding: return "decoding"
+    case .rejected: return "rejected"
+    }
+}
+
+/// A manager on a virtual clock and a mock transport, delivering events immediately.
+final class Harness: @unchecked Sendable {
+    // @unchecked: the members are immutable references to thread-safe objects.
+    let clock = TestClock()
+    let transport: MockTransport
+    let manager: TestManager
+    let recorder = EventRecorder()
+
+    init(random: Double = 0.5) {
+        transport = MockTransport(clock: clock)
+        manager = TestManager(
+            engine: APIEngine(transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate))
+        manager.delegate = recorder
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        transport.stub(nil, "/slow", MockTransport.Reply.json(#"{"value":"slow"}"#).after(1))
+        transport.stub(nil, "/held", MockTransport.Reply.json(#"{"value":"held"}"#).held())
+    }
+
+    @discardableResult
+    func send(_ request: TestRequest) -> APITask<TestRequest> { manager.send(request) }
+
+    /// The transport's records for a path, in arrival order.
+    func records(_ path: String) -> [MockTransport.Record] {
+        transport.records.filter { $0.path == path }
+    }
+}
+
+extension AnyAPITask.State {
+    var name: String {
+        switch self {
+        case .waiting: return "waiting"
+        case .running: return "running"
+        case .waitingForRetry: return "waitingForRetry"
+        case .finished: return "finished"
+        case .failed(let error): return describe(error)
+        }
+    }
+}
+
+/// A value behind a lock, for tests.
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
+}
