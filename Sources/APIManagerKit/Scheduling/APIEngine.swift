@@ -351,17 +351,6 @@ public final class APIEngine: @unchecked Sendable {
         pump shouldPump: Bool = true, notify: Bool = true
     ) {
         guard task.phase != .ended else { return }
-        if let scope = task.scope {
-            switch task.membership {
-            case .started: scope.started.remove(task)
-            case .startedFromLine: scope.startedFromLine.remove(task)
-            case .line: scope.line.remove(task)
-            case .none: break
-            }
-            task.scope = nil
-            if shouldPump { pump(scope, effects: &effects) }
-            if let key = scope.key, scope.isIdle { namedScopes[key] = nil }
-        }
         switch task.attemptProgress {
         case .sent(let handle):
             effects.cancellations.append(handle)
@@ -390,6 +379,18 @@ public final class APIEngine: @unchecked Sendable {
         if let handler = task.completionHandler {
             task.completionHandler = nil
             effects.completions.append((handler, outcome))
+        }
+        // Leave the scope after the terminal event, so the task that takes its place starts after it.
+        if let scope = task.scope {
+            switch task.membership {
+            case .started: scope.started.remove(task)
+            case .startedFromLine: scope.startedFromLine.remove(task)
+            case .line: scope.line.remove(task)
+            case .none: break
+            }
+            task.scope = nil
+            if shouldPump { pump(scope, effects: &effects) }
+            if let key = scope.key, scope.isIdle { namedScopes[key] = nil }
         }
     }
 

@@ -1,0 +1,189 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Dispatch
+import Foundation
+import Testing
+
+// MARK: A typed delegate, the way the README shows it
+
+protocol CartAPIDelegate: APIManagerDelegate {
+    func cartAPI(_ api: CartAPI, didUpdate cart: Echo)
+    func cartAPI(_ api: CartAPI, didFailWith error: APIError)
+}
+
+final class CartAPI: APIManager {
+    typealias Request = TestRequest
+    typealias Response = Echo
+    typealias Delegate = any CartAPIDelegate
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+
+    func task(_ task: APITask<TestRequest>, didFinishWith response: Echo) {
+        delegate?.cartAPI(self, didUpdate: response)
+    }
+
+    func task(_ task: APITask<TestRequest>, didFailWith error: APIError) {
+        delegate?.cartAPI(self, didFailWith: error)
+    }
+}
+
+final class CartScreen: CartAPIDelegate, @unchecked Sendable {
+    // @unchecked: only touched on the delivering thread in these tests, read after delivery.
+    var updates: [String] = []
+    var failures: [String] = []
+    var baseStarts = 0
+    func cartAPI(_ api: CartAPI, didUpdate cart: Echo) { updates.append(cart.value ?? "") }
+    func cartAPI(_ api: CartAPI, didFailWith error: APIError) { failures.append(describe(error)) }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) { baseStarts += 1 }
+}
+
+@Suite("Delegate and lifecycle")
+struct DelegateTests {
+    @Test func typedDelegateMethodsReceiveTypedResponses() {
+        let h = Harness()
+        let api = CartAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let screen = CartScreen()
+        api.delegate = screen
+        api.send(TestRequest("/ok"))
+        api.send(TestRequest("/missing"))
+        #expect(screen.updates == ["ok"])
+        #expect(screen.failures == ["status(404)"])
+        #expect(screen.baseStarts == 2, "unforwarded events still reach the base protocol's methods")
+    }
+
+    @Test func theDelegateIsHeldWeakly() {
+        let h = Harness()
+        var screen: CartScreen? = CartScreen()
+        let api = CartAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        api.delegate = screen
+        #expect(api.delegate != nil)
+        screen = nil
+        #expect(api.delegate == nil)
+    }
+
+    @Test func eventsArriveOnTheDeliveryQueueInOrder() {
+        let h = Harness()
+        let queue = DispatchQueue(label: "delegate")
+        let key = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: key, value: true)
+        let onQueue = Locked<[Bool]>([])
+        h.recorder.onEvent = { _ in onQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) } }
+        h.manager.eventDelivery = .queue(queue)
+        let tasks = (0..<3).map { _ in h.send(TestRequest("/slow", .waitUntilDone)) }
+        h.clock.advance(by: 3)
+        queue.sync {}
+        #expect(onQueue.withLock { $0 }.allSatisfy { $0 })
+        #expect(h.recorder.events(of: tasks[2]) == ["waiting", "start 1", "finished"])
+        let ids = tasks.map(\.identifier)
+        #expect(h.recorder.events == [
+            "\(ids[0]) start 1", "\(ids[1]) waiting", "\(ids[2]) waiting", "\(ids[0]) finished",
+            "\(ids[1]) start 1", "\(ids[1]) finished", "\(ids[2]) start 1", "\(ids[2]) finished",
+        ])
+    }
+
+    @Test func sendingAndCancellingFromInsideACallbackWorks() {
+        let h = Harness()
+        let manager = h.manager
+        let followUps = Locked<[APITask<TestRequest>]>([])
+        h.recorder.onEvent = { line in
+            guard line.hasSuffix("finished"), followUps.withLock({ $0.count }) < 3 else { return }
+            let next = manager.send(TestRequest("/ok"))
+            followUps.withLock { $0.append(next) }
+            next.cancel()  // already finished: /ok completes inside send
+        }
+        h.send(TestRequest("/ok"))
+        let tasks = followUps.withLock { $0 }
+        #expect(tasks.count == 3)
+        #expect(tasks.allSatisfy { $0.state.name == "finished" })
+    }
+
+    @Test func cancellingFromInsideAStartCallbackEndsTheTaskOnce() {
+        let h = Harness()
+        let manager = h.manager
+        h.recorder.onEvent = { line in
+            if line.hasSuffix("start 1") { manager.cancelAll() }
+        }
+        let task = h.send(TestRequest("/held"))
+        #expect(task.state.name == "cancelled(explicit)")
+        #expect(h.recorder.events(of: task) == ["start 1", "failed cancelled(explicit)"])
+        #expect(h.transport.cancelledRequests.count == 1)
+    }
+
+    @Test func everyTaskGetsExactlyOneTerminalEventWhateverHappensAfter() {
+        let h = Harness()
+        let task = h.send(TestRequest("/held"))
+        task.cancel()
+        task.cancel()
+        h.transport.releaseAll()
+        h.manager.cancelAll()
+        #expect(h.recorder.events(of: task) == ["start 1", "failed cancelled(explicit)"])
+        let done = h.send(TestRequest("/ok"))
+        done.cancel()
+        #expect(done.state.name == "finished")
+        #expect(h.recorder.events(of: done) == ["start 1", "finished"])
+    }
+
+    @Test func cancelTasksWhereCancelsOnlyTheMatchingTasks() {
+        let h = Harness()
+        let keep = h.send(TestRequest("/held", scope: "keep"))
+        let drop = h.send(TestRequest("/held", scope: "drop"))
+        h.manager.cancelTasks { $0.request.concurrencyScope == "drop" }
+        #expect(keep.state.name == "running")
+        #expect(drop.state.name == "cancelled(explicit)")
+        #expect(h.manager.inFlightTasks.map(\.identifier) == [keep.identifier])
+        h.manager.cancelAll()
+        #expect(keep.state.name == "cancelled(explicit)")
+        #expect(h.manager.engine.inFlightCount == 0)
+    }
+
+    @Test func releasingTheManagerCancelsItsTasksWithoutCrashing() async {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/held", MockTransport.Reply.json("{}").held())
+        var manager: TestManager? = TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let waiting = manager?.send(TestRequest("/held", .waitUntilDone))
+        let queued = manager?.send(TestRequest("/held", .waitUntilDone))
+        weak var weakEngine = manager?.engine
+        manager = nil
+        #expect(weakEngine == nil)
+        #expect(waiting?.state.name == "cancelled(managerReleased)")
+        #expect(queued?.state.name == "cancelled(managerReleased)")
+        #expect(transport.cancelledRequests.count == 1)
+        transport.releaseAll()  // nothing left to release, nothing to crash
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test func aURLRequestHookThatThrowsFailsTheTaskAsAnInvalidRequest() {
+        let h = Harness()
+        let manager = SigningManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let task = manager.send(TestRequest("/ok"))
+        guard case .failed(.invalidRequest(let reason, let underlying)) = task.state else {
+            Issue.record("expected invalidRequest, got \(task.state)")
+            return
+        }
+        #expect(reason.contains("URL request"))
+        #expect(underlying is SigningManager.MissingKey)
+        #expect(h.transport.records.isEmpty)
+    }
+
+    @Test func aPathThatCannotFormAURLIsAnInvalidRequestNotACrash() {
+        let h = Harness()
+        var request = TestRequest("/ok")
+        request.url = URL(string: "mailto:someone@example.com")!
+        let task = h.send(request)
+        #expect(task.state.name == "invalidRequest" || task.state.name == "status(404)")
+    }
+}
+
+final class SigningManager: APIManager {
+    typealias Request = TestRequest
+    typealias Response = Echo
+    struct MissingKey: Error {}
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+    func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest { throw MissingKey() }
+}
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif

@@ -1,0 +1,107 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Dispatch
+import Foundation
+import Testing
+
+/// A small seeded generator, so a failing run can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("Stress")
+struct StressTests {
+    /// Four threads send tasks with random policies, scopes, replies (instant, delayed, failing and
+    /// retried), deadlines and cancellations, while advancing the shared virtual clock. Every task
+    /// must end with exactly one terminal event, last among its events, matching its final state.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func everyTaskEndsExactlyOnceUnderRandomConcurrentLoad(seed: UInt64) {
+        let threads = 4
+        let tasksPerThread = 600
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/instant", .json("{}"))
+        transport.stub(nil, "/delayed", MockTransport.Reply.json("{}").after(0.5))
+        transport.stub(nil, "/failing", MockTransport.Reply.status(503).after(0.2))
+        transport.stub(nil, "/broken", .status(200, body: Data("garbage".utf8)))
+        let deliveryQueue = DispatchQueue(label: "stress.delivery")
+        let recorder = EventRecorder()
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5), delivery: .queue(deliveryQueue)))
+        manager.delegate = recorder
+        let sent = Locked<[APITask<TestRequest>]>([])
+
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var random = SplitMix64(state: seed &* 1_000 &+ UInt64(thread))
+            var mine: [APITask<TestRequest>] = []
+            for _ in 0..<tasksPerThread {
+                let policy = APIConcurrencyPolicy.allCases.randomElement(using: &random) ?? .default
+                let path = ["/instant", "/delayed", "/failing", "/broken"].randomElement(using: &random) ?? "/instant"
+                let scope = ["a", "b", nil].randomElement(using: &random) ?? nil
+                let retry = Bool.random(using: &random) ? APIRetryPolicy(maxAttempts: 3, baseDelay: 0.1) : nil
+                let deadline: TimeInterval? = Int.random(in: 0..<5, using: &random) == 0 ? 0.7 : nil
+                mine.append(manager.send(TestRequest(path, policy, scope: scope, retry: retry, deadline: deadline)))
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0: mine.randomElement(using: &random)?.cancel()
+                case 1: clock.advance(by: 0.1)
+                case 2: manager.cancelTasks { $0.identifier % 7 == 0 }
+                default: break
+                }
+            }
+            sent.withLock { $0 += mine }
+        }
+        // Let every delay, retry and deadline run out.
+        clock.runUntilIdle()
+        deliveryQueue.sync {}
+
+        let tasks = sent.withLock { $0 }
+        #expect(tasks.count == threads * tasksPerThread)
+        #expect(manager.engine.inFlightCount == 0)
+        #expect(transport.pendingCount == 0)
+        var eventsByTask: [UInt64: [String]] = [:]
+        for line in recorder.events {
+            let parts = line.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let id = UInt64(parts[0]) else { continue }
+            eventsByTask[id, default: []].append(String(parts[1]))
+        }
+        var problems: [String] = []
+        for task in tasks {
+            let events = eventsByTask[task.identifier] ?? []
+            let terminal = events.filter { $0 == "finished" || $0.hasPrefix("failed") }
+            guard terminal.count == 1, events.last == terminal.first else {
+                problems.append("task \(task.identifier): \(events)")
+                continue
+            }
+            let expected = task.state.name == "finished" ? "finished" : "failed \(task.state.name)"
+            if terminal.first != expected { problems.append("task \(task.identifier): \(events) but state \(task.state)") }
+            let starts = events.filter { $0.hasPrefix("start") }
+            if starts != (0..<starts.count).map({ "start \($0 + 1)" }) { problems.append("task \(task.identifier): starts \(starts)") }
+        }
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+    }
+
+    /// `waitUntilDone` tasks of one scope never overlap on the wire, even when sent from many threads.
+    @Test func waitUntilDoneNeverOverlapsWhenSentFromManyThreads() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/cart", MockTransport.Reply.json("{}").after(0.01))
+        let manager = TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<100 { manager.send(TestRequest("/cart", .waitUntilDone)) }
+        }
+        clock.runUntilIdle()
+        let records = transport.records
+        #expect(records.count == 400)
+        for (earlier, later) in zip(records, records.dropFirst()) {
+            #expect((earlier.endedAt ?? .infinity) <= later.sentAt)
+        }
+    }
+}
