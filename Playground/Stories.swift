@@ -1,0 +1,174 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+
+/// One request of a story: a label for the timeline, a path on the simulated backend, a policy.
+struct StoryRequest: APIRequest {
+    let label: String
+    let url: URL
+    let path: String
+    var concurrencyPolicy: APIConcurrencyPolicy = .default
+    var retryPolicy: APIRetryPolicy?
+}
+
+final class StoryAPI: APIManager {
+    typealias Request = StoryRequest
+    typealias Response = APIRawResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+/// Prints one line per event, stamped with the story's clock.
+final class Timeline: APIManagerDelegate, @unchecked Sendable {
+    // @unchecked: events are delivered with `.immediate` on the story's single thread.
+    let clock: any APIClock
+    private let origin: TimeInterval
+    private(set) var lines: [String] = []
+
+    init(clock: any APIClock) {
+        self.clock = clock
+        self.origin = clock.now
+    }
+
+    func log(_ task: AnyAPITask, _ what: String) {
+        let label = (task as? APITask<StoryRequest>)?.request.label ?? "?"
+        let time = String(format: "%6.3fs", clock.now - origin)
+        let number = "#\(task.identifier)".padding(toLength: 4, withPad: " ", startingAt: 0)
+        let line = "  \(time)  \(number)\(label.padding(toLength: 18, withPad: " ", startingAt: 0)) \(what)"
+        lines.append(line)
+        print(line)
+    }
+
+    func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {
+        log(task, "waits (\(task.concurrencyPolicy))")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {
+        log(task, attempt == 1 ? "starts" : "starts attempt \(attempt)")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
+        log(task, String(format: "failed (%@), retries in %.3fs", "\(error.statusCode.map(String.init) ?? "error")", delay))
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
+        let status = (response as? APIRawResponse)?.statusCode ?? 0
+        log(task, "ends: \(status)")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {
+        switch error {
+        case .cancelled(let reason): log(task, "cancelled (\(reason))")
+        case .ignored: log(task, "ignored")
+        default: log(task, "fails: \(error.statusCode.map { "status \($0)" } ?? "\(error)")")
+        }
+    }
+}
+
+/// A simulated backend on virtual time: a `MockTransport` whose replies take clock time.
+struct Stage {
+    let clock = TestClock()
+    let backend: MockTransport
+    let api: StoryAPI
+    let timeline: Timeline
+    let baseURL = URL(string: "https://simulated.backend")!
+
+    init() {
+        backend = MockTransport(clock: clock)
+        api = StoryAPI(
+            engine: APIEngine(transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate))
+        timeline = Timeline(clock: clock)
+        api.delegate = timeline
+    }
+
+    @discardableResult
+    func send(_ label: String, _ path: String, _ policy: APIConcurrencyPolicy = .default, retry: APIRetryPolicy? = nil)
+        -> APITask<StoryRequest>
+    {
+        api.send(StoryRequest(label: label, url: baseURL, path: path, concurrencyPolicy: policy, retryPolicy: retry))
+    }
+
+    /// Moves virtual time to `seconds` after the story began.
+    func at(_ seconds: TimeInterval) {
+        clock.advance(by: seconds - clock.now)
+    }
+}
+
+/// A deterministic jitter source, so the flaky story prints the same delays every run.
+struct SeededRandom: APIRandomSource {
+    let seed: UInt64
+    private let counter = Counter()
+    init(seed: UInt64) { self.seed = seed }
+
+    func nextUnitInterval() -> Double {
+        var z = seed &+ counter.next() &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) / Double(1 << 53)
+    }
+
+    final class Counter: @unchecked Sendable {
+        // @unchecked: `value` is only touched under `lock`.
+        private let lock = NSLock()
+        private var value: UInt64 = 0
+        func next() -> UInt64 { lock.withLock { value += 1; return value } }
+    }
+}
+
+struct Story: Sendable {
+    let name: String
+    let title: String
+    let run: @Sendable () -> Void
+
+    static let all: [Story] = [cart, search, refresh, detail, flaky]
+
+    static let cart = Story(name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)") {
+        let stage = Stage()
+        stage.backend.stub(nil, "/cart/items", MockTransport.Reply.status(200).after(0.3))
+        stage.send("add item", "/cart/items", .waitUntilDone)
+        stage.send("update quantity", "/cart/items", .waitUntilDone)
+        stage.send("remove item", "/cart/items", .waitUntilDone)
+        stage.at(2)
+    }
+
+    static let search = Story(name: "search", title: "Search as you type: only the latest query matters (cancelOthers)") {
+        let stage = Stage()
+        stage.backend.stub(nil, "/search", MockTransport.Reply.status(200).after(0.25))
+        for (index, query) in ["s", "sw", "swi", "swift"].enumerated() {
+            stage.at(Double(index) * 0.1)
+            stage.send("search \"\(query)\"", "/search", .cancelOthers)
+        }
+        stage.at(2)
+    }
+
+    static let refresh = Story(name: "refresh", title: "Pull to refresh: a second pull while loading is ignored (ignoreCurrent)") {
+        let stage = Stage()
+        stage.backend.stub(nil, "/feed", MockTransport.Reply.status(200).after(0.5))
+        stage.send("pull 1", "/feed", .ignoreCurrent)
+        stage.at(0.2)
+        stage.send("pull 2", "/feed", .ignoreCurrent)
+        stage.at(1.0)
+        stage.send("pull 3", "/feed", .ignoreCurrent)
+        stage.at(2)
+    }
+
+    static let detail = Story(
+        name: "detail", title: "Detail pages: the page opened last loads first (waitUntilDoneHighPriority)"
+    ) {
+        let stage = Stage()
+        stage.backend.stub(nil, "/list", MockTransport.Reply.status(200).after(0.5))
+        stage.backend.stub(nil, "/detail", MockTransport.Reply.status(200).after(0.2))
+        stage.send("load list", "/list")
+        for item in 1...3 {
+            stage.at(Double(item) * 0.1)
+            stage.send("open item \(item)", "/detail", .waitUntilDoneHighPriority)
+        }
+        stage.at(2)
+    }
+
+    static let flaky = Story(name: "flaky", title: "Flaky endpoint: retried with exponential backoff and full jitter") {
+        let stage = Stage()
+        stage.backend.stub(
+            nil, "/flaky", MockTransport.Reply.status(503).after(0.1), MockTransport.Reply.status(502).after(0.1),
+            MockTransport.Reply.status(200).after(0.1))
+        stage.send("flaky GET", "/flaky", retry: APIRetryPolicy(maxAttempts: 4, baseDelay: 0.4))
+        stage.at(5)
+    }
+}
