@@ -6,34 +6,34 @@ import Testing
 
 // MARK: A typed delegate, the way the README shows it
 
-protocol CartAPIDelegate: APIManagerDelegate {
-    func cartAPI(_ api: CartAPI, didUpdate cart: Echo)
-    func cartAPI(_ api: CartAPI, didFailWith error: APIError)
+protocol BasketAPIDelegate: APIManagerDelegate {
+    func basketAPI(_ api: BasketAPI, didUpdate cart: Echo)
+    func basketAPI(_ api: BasketAPI, didFailWith error: APIError)
 }
 
-final class CartAPI: APIManager {
+final class BasketAPI: APIManager {
     typealias Request = TestRequest
     typealias Response = Echo
-    typealias Delegate = any CartAPIDelegate
+    typealias Delegate = any BasketAPIDelegate
     let engine: APIEngine
     init(engine: APIEngine) { self.engine = engine }
 
     func task(_ task: APITask<TestRequest>, didFinishWith response: Echo) {
-        delegate?.cartAPI(self, didUpdate: response)
+        delegate?.basketAPI(self, didUpdate: response)
     }
 
     func task(_ task: APITask<TestRequest>, didFailWith error: APIError) {
-        delegate?.cartAPI(self, didFailWith: error)
+        delegate?.basketAPI(self, didFailWith: error)
     }
 }
 
-final class CartScreen: CartAPIDelegate, @unchecked Sendable {
+final class BasketScreen: BasketAPIDelegate, @unchecked Sendable {
     // @unchecked: only touched on the delivering thread in these tests, read after delivery.
     var updates: [String] = []
     var failures: [String] = []
     var baseStarts = 0
-    func cartAPI(_ api: CartAPI, didUpdate cart: Echo) { updates.append(cart.value ?? "") }
-    func cartAPI(_ api: CartAPI, didFailWith error: APIError) { failures.append(describe(error)) }
+    func basketAPI(_ api: BasketAPI, didUpdate cart: Echo) { updates.append(cart.value ?? "") }
+    func basketAPI(_ api: BasketAPI, didFailWith error: APIError) { failures.append(describe(error)) }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) { baseStarts += 1 }
 }
 
@@ -41,8 +41,8 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
 struct DelegateTests {
     @Test func typedDelegateMethodsReceiveTypedResponses() {
         let h = Harness()
-        let api = CartAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
-        let screen = CartScreen()
+        let api = BasketAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let screen = BasketScreen()
         api.delegate = screen
         api.send(TestRequest("/ok"))
         api.send(TestRequest("/missing"))
@@ -53,8 +53,8 @@ struct DelegateTests {
 
     @Test func theDelegateIsHeldWeakly() {
         let h = Harness()
-        var screen: CartScreen? = CartScreen()
-        let api = CartAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        var screen: BasketScreen? = BasketScreen()
+        let api = BasketAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
         api.delegate = screen
         #expect(api.delegate != nil)
         screen = nil

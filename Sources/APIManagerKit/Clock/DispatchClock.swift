@@ -16,13 +16,17 @@ public struct DispatchClock: APIClock {
 
     public var date: Date { Date() }
 
+    /// Delays from this one on (a year) never fire: they are scheduled for the distant future.
+    static let longestDelay: TimeInterval = 365 * 24 * 3600
+
     public func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any APICancellable {
         let item = DispatchWorkItem(block: action)
-        if delay <= 0 {
+        if !(delay > 0) {
             queue.async(execute: item)
+        } else if delay < Self.longestDelay {
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay * 1_000_000_000)), execute: item)
         } else {
-            let nanoseconds = delay >= 1e9 ? Int.max : Int(delay * 1_000_000_000)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
+            queue.asyncAfter(deadline: .distantFuture, execute: item)
         }
         return DispatchWorkItemCancellable(item: item)
     }

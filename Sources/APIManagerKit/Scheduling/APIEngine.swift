@@ -54,9 +54,11 @@ public final class APIEngine: @unchecked Sendable {
 
     deinit {
         var effects = Effects()
+        lock.lock()
         for task in allInFlightTasks() {
             end(task, with: .failure(.cancelled(reason: .managerReleased)), effects: &effects, pump: false, notify: false)
         }
+        lock.unlock()
         effects.performCancellationsAndCompletions()
     }
 

@@ -1,0 +1,24 @@
+// swift-tools-version:6.1
+// The benchmarks live in their own package so that APIManagerKit itself keeps zero dependencies.
+// Run them with: cd Benchmarks && swift package --allow-writing-to-package-directory benchmark
+import PackageDescription
+
+let package = Package(
+    name: "APIManagerKitBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "APIManagerKit", path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "APIManagerBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "APIManagerKit", package: "APIManagerKit"),
+            ],
+            path: "Benchmarks/APIManagerBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        )
+    ]
+)

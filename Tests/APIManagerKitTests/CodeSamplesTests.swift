@@ -1,0 +1,151 @@
+// The code samples of README.md, compiled and run. Keep the two in step: a sample that changes
+// there changes here.
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+// MARK: README "Describe an endpoint family"
+
+struct CartItem: Codable, Sendable, Equatable {
+    let sku: String
+    let quantity: Int
+}
+
+struct CartRequest: APIRequest {
+    let url = URL(string: "https://shop.example.com/api")!
+    let path = "cart/items"
+    var method: HTTPMethod = .post
+    var body: APIRequestBody?
+    var concurrencyPolicy: APIConcurrencyPolicy { .waitUntilDone }
+    var retryPolicy: APIRetryPolicy? { APIRetryPolicy(maxAttempts: 3, retriesNonIdempotentRequests: true) }
+
+    static func add(_ item: CartItem) throws -> CartRequest {
+        CartRequest(method: .post, body: try .json(item))
+    }
+}
+
+struct Cart: APIResponse, Decodable {
+    let items: [CartItem]
+}
+
+protocol CartAPIDelegate: APIManagerDelegate {
+    func cartAPI(_ api: CartAPI, didUpdate cart: Cart)
+    func cartAPI(_ api: CartAPI, didFailWith error: APIError)
+}
+
+final class CartAPI: APIManager {
+    typealias Request = CartRequest
+    typealias Response = Cart
+    typealias Delegate = any CartAPIDelegate
+
+    let engine: APIEngine
+    init(engine: APIEngine = APIEngine()) { self.engine = engine }
+
+    func task(_ task: APITask<CartRequest>, didFinishWith response: Cart) {
+        delegate?.cartAPI(self, didUpdate: response)
+    }
+
+    func task(_ task: APITask<CartRequest>, didFailWith error: APIError) {
+        delegate?.cartAPI(self, didFailWith: error)
+    }
+}
+
+// MARK: README "The seed's envelope"
+
+struct WeatherEnvelope: APIEnvelopeResponse {
+    let temperature: Double
+
+    init(code: Int, message: String, result: Any?) throws {
+        guard code == 0 else { throw APIEnvelopeError("server said \(code): \(message)") }
+        guard let result = result as? [String: Any], let temperature = result["temperature"] as? Double else {
+            throw APIEnvelopeError("no temperature")
+        }
+        self.temperature = temperature
+    }
+}
+
+// MARK: README "Retry"
+
+final class PatientAPI: APIManager {
+    typealias Request = CartRequest
+    typealias Response = Cart
+    let engine: APIEngine
+    init(engine: APIEngine = APIEngine()) { self.engine = engine }
+
+    /// Two more attempts, one second apart, for anything but a client error.
+    func retryDelay(for task: APITask<CartRequest>, afterAttempt attempt: Int, error: APIError) -> TimeInterval? {
+        if let status = error.statusCode, (400..<500).contains(status) { return nil }
+        return attempt < 3 ? 1 : nil
+    }
+}
+
+// MARK: README "Testing with MockTransport and TestClock"
+
+final class CartScreen: CartAPIDelegate, @unchecked Sendable {
+    var carts: [Cart] = []
+    func cartAPI(_ api: CartAPI, didUpdate cart: Cart) { carts.append(cart) }
+    func cartAPI(_ api: CartAPI, didFailWith error: APIError) {}
+}
+
+@Test func cartRequestsRunOneAfterAnotherInOrder() throws {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.post, "/api/cart/items", MockTransport.Reply.json(#"{"items":[]}"#).after(0.3))
+    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+    let screen = CartScreen()
+    api.delegate = screen
+
+    let add = api.send(try .add(CartItem(sku: "A", quantity: 1)))
+    let update = api.send(try .add(CartItem(sku: "A", quantity: 2)))
+    #expect(update.state.isTerminal == false)
+    #expect(transport.records.count == 1)  // the update waits for the add
+
+    clock.advance(by: 0.3)
+    #expect(add.state.isTerminal)
+    #expect(transport.records.count == 2)
+
+    clock.advance(by: 0.3)
+    #expect(screen.carts.count == 2)
+    #expect(transport.records.map(\.sentAt) == [0, 0.3])
+}
+
+// MARK: Checks of the samples themselves
+
+@Suite("README samples")
+struct CodeSamplesTests {
+    @Test func theAsyncSampleReturnsTheTypedCart() async throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(.post, "/api/cart/items", .json(#"{"items":[{"sku":"A","quantity":1}]}"#))
+        let cartAPI = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let item = CartItem(sku: "A", quantity: 1)
+        let cart = try await cartAPI.response(for: .add(item))  // throws APIError
+        #expect(cart.items == [item])
+        #expect(transport.requests.first?.value(forHTTPHeaderField: "Content-Type") == "application/json")
+    }
+
+    @Test func theEnvelopeSampleReadsAGoodEnvelopeAndRejectsABadOne() throws {
+        let good = APIRawResponse(statusCode: 200, body: Data(#"{"code":0,"message":"","result":{"temperature":21.5}}"#.utf8))
+        #expect(try WeatherEnvelope(from: good).temperature == 21.5)
+        let bad = APIRawResponse(statusCode: 200, body: Data(#"{"code":7,"message":"quota"}"#.utf8))
+        #expect(throws: APIEnvelopeError.self) { try WeatherEnvelope(from: bad) }
+    }
+
+    @Test func thePatientRetryHookRetriesServerErrorsAndGivesUpOnClientErrors() throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        let api = PatientAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        transport.stub(.post, "/api/cart/items", .status(400))
+        let rejected = api.send(try .add(CartItem(sku: "A", quantity: 1)))
+        #expect(rejected.attemptCount == 1)
+        #expect(rejected.state.isTerminal)
+
+        transport.stub(.post, "/api/cart/items", .status(500))
+        let failing = api.send(try .add(CartItem(sku: "A", quantity: 1)))
+        clock.advance(by: 10)
+        #expect(failing.attemptCount == 3)
+        #expect(failing.state.isTerminal)
+        #expect(transport.records.map(\.sentAt) == [0, 0, 1, 2])
+    }
+}
