@@ -46,7 +46,9 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
         log(task, attempt == 1 ? "starts" : "starts attempt \(attempt)")
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
-        log(task, String(format: "failed (%@), retries in %.3fs", "\(error.statusCode.map(String.init) ?? "error")", delay))
+        log(
+            task,
+            String(format: "failed (%@), retries in %.3fs", "\(error.statusCode.map(String.init) ?? "error")", delay))
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
         let status = (response as? APIRawResponse)?.statusCode ?? 0
@@ -72,7 +74,8 @@ struct Stage {
     init() {
         backend = MockTransport(clock: clock)
         api = StoryAPI(
-            engine: APIEngine(transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate))
+            engine: APIEngine(
+                transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate))
         timeline = Timeline(clock: clock)
         api.delegate = timeline
     }
@@ -108,7 +111,12 @@ struct SeededRandom: APIRandomSource {
         // @unchecked: `value` is only touched under `lock`.
         private let lock = NSLock()
         private var value: UInt64 = 0
-        func next() -> UInt64 { lock.withLock { value += 1; return value } }
+        func next() -> UInt64 {
+            lock.withLock {
+                value += 1
+                return value
+            }
+        }
     }
 }
 
@@ -119,7 +127,9 @@ struct Story: Sendable {
 
     static let all: [Story] = [cart, search, refresh, detail, flaky]
 
-    static let cart = Story(name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)") {
+    static let cart = Story(
+        name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)"
+    ) {
         let stage = Stage()
         stage.backend.stub(nil, "/cart/items", MockTransport.Reply.status(200).after(0.3))
         stage.send("add item", "/cart/items", .waitUntilDone)
@@ -128,7 +138,8 @@ struct Story: Sendable {
         stage.at(2)
     }
 
-    static let search = Story(name: "search", title: "Search as you type: only the latest query matters (cancelOthers)") {
+    static let search = Story(name: "search", title: "Search as you type: only the latest query matters (cancelOthers)")
+    {
         let stage = Stage()
         stage.backend.stub(nil, "/search", MockTransport.Reply.status(200).after(0.25))
         for (index, query) in ["s", "sw", "swi", "swift"].enumerated() {
@@ -138,7 +149,9 @@ struct Story: Sendable {
         stage.at(2)
     }
 
-    static let refresh = Story(name: "refresh", title: "Pull to refresh: a second pull while loading is ignored (ignoreCurrent)") {
+    static let refresh = Story(
+        name: "refresh", title: "Pull to refresh: a second pull while loading is ignored (ignoreCurrent)"
+    ) {
         let stage = Stage()
         stage.backend.stub(nil, "/feed", MockTransport.Reply.status(200).after(0.5))
         stage.send("pull 1", "/feed", .ignoreCurrent)

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== Formatting: swift format lint (configuration in .swift-format)"
+swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Package.swift
+
 echo "== Playground: build, run every story, reject an unknown argument"
 swift build --product Playground
 swift run --skip-build Playground > /dev/null

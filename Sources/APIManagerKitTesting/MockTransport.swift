@@ -1,5 +1,6 @@
 import APIManagerKit
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

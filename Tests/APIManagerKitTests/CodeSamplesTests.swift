@@ -126,7 +126,8 @@ struct CodeSamplesTests {
     }
 
     @Test func theEnvelopeSampleReadsAGoodEnvelopeAndRejectsABadOne() throws {
-        let good = APIRawResponse(statusCode: 200, body: Data(#"{"code":0,"message":"","result":{"temperature":21.5}}"#.utf8))
+        let good = APIRawResponse(
+            statusCode: 200, body: Data(#"{"code":0,"message":"","result":{"temperature":21.5}}"#.utf8))
         #expect(try WeatherEnvelope(from: good).temperature == 21.5)
         let bad = APIRawResponse(statusCode: 200, body: Data(#"{"code":7,"message":"quota"}"#.utf8))
         #expect(throws: APIEnvelopeError.self) { try WeatherEnvelope(from: bad) }

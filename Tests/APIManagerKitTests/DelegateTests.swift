@@ -75,10 +75,11 @@ struct DelegateTests {
         #expect(onQueue.withLock { $0 }.allSatisfy { $0 })
         #expect(h.recorder.events(of: tasks[2]) == ["waiting", "start 1", "finished"])
         let ids = tasks.map(\.identifier)
-        #expect(h.recorder.events == [
-            "\(ids[0]) start 1", "\(ids[1]) waiting", "\(ids[2]) waiting", "\(ids[0]) finished",
-            "\(ids[1]) start 1", "\(ids[1]) finished", "\(ids[2]) start 1", "\(ids[2]) finished",
-        ])
+        #expect(
+            h.recorder.events == [
+                "\(ids[0]) start 1", "\(ids[1]) waiting", "\(ids[2]) waiting", "\(ids[0]) finished",
+                "\(ids[1]) start 1", "\(ids[1]) finished", "\(ids[2]) start 1", "\(ids[2]) finished",
+            ])
     }
 
     @Test func sendingAndCancellingFromInsideACallbackWorks() {
@@ -140,7 +141,8 @@ struct DelegateTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/held", MockTransport.Reply.json("{}").held())
-        var manager: TestManager? = TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        var manager: TestManager? = TestManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
         let waiting = manager?.send(TestRequest("/held", .waitUntilDone))
         let queued = manager?.send(TestRequest("/held", .waitUntilDone))
         weak var weakEngine = manager?.engine

@@ -5,7 +5,10 @@ import Testing
 
 /// The seed's envelope: `{"code": 0, "message": "ok", "result": {...}}`.
 struct WeatherResponse: APIEnvelopeResponse {
-    struct ServerError: Error, Equatable { let code: Int; let message: String }
+    struct ServerError: Error, Equatable {
+        let code: Int
+        let message: String
+    }
     let city: String
 
     init(code: Int, message: String, result: Any?) throws {
@@ -44,7 +47,8 @@ struct ResponseTests {
     }
 
     @Test func anEnvelopeThatItsInitializerRejectsFailsAsRejected() {
-        guard case .failed(.rejected(let error, let response)) = send(.json(#"{"code":42,"message":"no such city"}"#)) else {
+        guard case .failed(.rejected(let error, let response)) = send(.json(#"{"code":42,"message":"no such city"}"#))
+        else {
             Issue.record("expected rejected")
             return
         }
@@ -64,7 +68,10 @@ struct ResponseTests {
     }
 
     @Test func anUnacceptableStatusKeepsStatusHeadersAndBody() {
-        guard case .failed(let error) = send(.status(418, headers: ["X-Teapot": "yes"], body: Data("short and stout".utf8))) else {
+        guard
+            case .failed(let error) = send(
+                .status(418, headers: ["X-Teapot": "yes"], body: Data("short and stout".utf8)))
+        else {
             Issue.record("expected a failure")
             return
         }
@@ -89,7 +96,9 @@ struct ResponseTests {
         }
         let base = URL(string: "https://x.test/api")!
         #expect(try R(url: base, path: "cart/items").resolvedURL().absoluteString == "https://x.test/api/cart/items")
-        #expect(try R(url: URL(string: "https://x.test/api/")!, path: "/cart").resolvedURL().absoluteString == "https://x.test/api/cart")
+        #expect(
+            try R(url: URL(string: "https://x.test/api/")!, path: "/cart").resolvedURL().absoluteString
+                == "https://x.test/api/cart")
         #expect(try R(url: base, path: "a b").resolvedURL().absoluteString == "https://x.test/api/a%20b")
         #expect(try R(url: base, path: "").resolvedURL() == base)
     }

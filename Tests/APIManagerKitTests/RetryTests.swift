@@ -16,10 +16,15 @@ struct RetryTests {
     @Test func exponentialBackoffWithoutJitterDoublesUpToTheCap() {
         let policy = APIRetryPolicy(maxAttempts: 10, baseDelay: 0.5, maxDelay: 3, jitter: .none)
         let delays = (1...9).map {
-            policy.delay(afterAttempt: $0, error: .unacceptableStatus(.init(statusCode: 500)), method: .get, randomUnit: 0.9, now: now)
+            policy.delay(
+                afterAttempt: $0, error: .unacceptableStatus(.init(statusCode: 500)), method: .get, randomUnit: 0.9,
+                now: now)
         }
         #expect(delays == [0.5, 1, 2, 3, 3, 3, 3, 3, 3])
-        #expect(policy.delay(afterAttempt: 10, error: .unacceptableStatus(.init(statusCode: 500)), method: .get, randomUnit: 0, now: now) == nil)
+        #expect(
+            policy.delay(
+                afterAttempt: 10, error: .unacceptableStatus(.init(statusCode: 500)), method: .get, randomUnit: 0,
+                now: now) == nil)
     }
 
     @Test func fullJitterScalesTheBackoffByTheRandomUnit() {
@@ -69,29 +74,42 @@ struct RetryTests {
     @Test func retryAfterInSecondsIsHonouredOn429And503() {
         let policy = APIRetryPolicy(baseDelay: 1, jitter: .none)
         let limited = APIRawResponse(statusCode: 429, headers: ["retry-after": "7"])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(limited), method: .get, randomUnit: 0, now: now) == 7)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(limited), method: .get, randomUnit: 0, now: now)
+                == 7)
         let busy = APIRawResponse(statusCode: 503, headers: ["Retry-After": " 12 "])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(busy), method: .get, randomUnit: 0, now: now) == 12)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(busy), method: .get, randomUnit: 0, now: now) == 12
+        )
         // Ignored on other statuses.
         let broken = APIRawResponse(statusCode: 500, headers: ["Retry-After": "7"])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(broken), method: .get, randomUnit: 0, now: now) == 1)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(broken), method: .get, randomUnit: 0, now: now)
+                == 1)
     }
 
     @Test func retryAfterAsAnHTTPDateIsCountedFromNow() {
         let policy = APIRetryPolicy(baseDelay: 1, jitter: .none)
         // 1_700_000_000 is Tue, 14 Nov 2023 22:13:20 GMT.
         let response = APIRawResponse(statusCode: 503, headers: ["Retry-After": "Tue, 14 Nov 2023 22:13:50 GMT"])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(response), method: .get, randomUnit: 0, now: now) == 30)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(response), method: .get, randomUnit: 0, now: now)
+                == 30)
         let past = APIRawResponse(statusCode: 503, headers: ["Retry-After": "Tue, 14 Nov 2023 22:00:00 GMT"])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(past), method: .get, randomUnit: 0, now: now) == 0)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(past), method: .get, randomUnit: 0, now: now) == 0)
     }
 
     @Test func anUnreadableOrTooLongRetryAfterFallsBackOrGivesUp() {
         let policy = APIRetryPolicy(baseDelay: 1, jitter: .none, maxRetryAfter: 60)
         let garbage = APIRawResponse(statusCode: 503, headers: ["Retry-After": "soon"])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(garbage), method: .get, randomUnit: 0, now: now) == 1)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(garbage), method: .get, randomUnit: 0, now: now)
+                == 1)
         let tooLong = APIRawResponse(statusCode: 429, headers: ["Retry-After": "3600"])
-        #expect(policy.delay(afterAttempt: 1, error: .unacceptableStatus(tooLong), method: .get, randomUnit: 0, now: now) == nil)
+        #expect(
+            policy.delay(afterAttempt: 1, error: .unacceptableStatus(tooLong), method: .get, randomUnit: 0, now: now)
+                == nil)
     }
 
     // MARK: Through the engine
@@ -144,7 +162,9 @@ struct RetryTests {
         h.transport.stub(nil, "/order", .status(503), .json("{}"))
         let plain = h.send(TestRequest("/order", method: .post, retry: APIRetryPolicy(baseDelay: 1)))
         #expect(plain.state.name == "status(503)")
-        let optedIn = h.send(TestRequest("/order", method: .post, retry: APIRetryPolicy(baseDelay: 1, retriesNonIdempotentRequests: true)))
+        let optedIn = h.send(
+            TestRequest(
+                "/order", method: .post, retry: APIRetryPolicy(baseDelay: 1, retriesNonIdempotentRequests: true)))
         h.clock.advance(by: 1)
         #expect(optedIn.state.name == "finished")
     }
@@ -152,7 +172,8 @@ struct RetryTests {
     @Test func decodingFailuresAreNeverRetriedEvenWhenTheHookSaysSo() {
         let h = Harness()
         h.transport.stub(nil, "/garbage", .status(200, body: Data("not json".utf8)))
-        let manager = AlwaysRetryManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let manager = AlwaysRetryManager(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
         let task = manager.send(TestRequest("/garbage"))
         #expect(task.state.name == "decoding")
         #expect(manager.askedAttempts.withLock { $0 } == [])
@@ -161,7 +182,8 @@ struct RetryTests {
     @Test func aCustomHookDecidesTheDelayForOtherFailures() {
         let h = Harness()
         h.transport.stub(nil, "/bad", .status(400), .json("{}"))
-        let manager = AlwaysRetryManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let manager = AlwaysRetryManager(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
         let task = manager.send(TestRequest("/bad"))
         #expect(task.state.name == "waitingForRetry")
         h.clock.advance(by: 0.25)
@@ -201,7 +223,10 @@ struct RetryTests {
     @Test func anOverallDeadlineEndsTheTaskAsTimedOutAcrossAttempts() {
         let h = Harness()
         h.transport.stub(nil, "/flaky", MockTransport.Reply.status(503).after(1))
-        let task = h.send(TestRequest("/flaky", retry: APIRetryPolicy(maxAttempts: 10, baseDelay: 1, maxDelay: 1, jitter: .none), deadline: 4.5))
+        let task = h.send(
+            TestRequest(
+                "/flaky", retry: APIRetryPolicy(maxAttempts: 10, baseDelay: 1, maxDelay: 1, jitter: .none),
+                deadline: 4.5))
         h.clock.advance(by: 4.4)
         #expect(task.state.name != "timedOut")
         h.clock.advance(by: 0.1)
@@ -247,7 +272,9 @@ final class LateTransport: APITransport, @unchecked Sendable {
     private var completions: [@Sendable (Result<APIRawResponse, any Error>) -> Void] = []
     private let lock = NSLock()
 
-    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void) -> any APICancellable {
+    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void)
+        -> any APICancellable
+    {
         let count = lock.withLock {
             completions.append(completion)
             return completions.count

@@ -35,7 +35,8 @@ struct StressTests {
         let recorder = EventRecorder()
         let manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5), delivery: .queue(deliveryQueue)))
+                transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5),
+                delivery: .queue(deliveryQueue)))
         manager.delegate = recorder
         let sent = Locked<[APITask<TestRequest>]>([])
 
@@ -81,9 +82,13 @@ struct StressTests {
                 continue
             }
             let expected = task.state.name == "finished" ? "finished" : "failed \(task.state.name)"
-            if terminal.first != expected { problems.append("task \(task.identifier): \(events) but state \(task.state)") }
+            if terminal.first != expected {
+                problems.append("task \(task.identifier): \(events) but state \(task.state)")
+            }
             let starts = events.filter { $0.hasPrefix("start") }
-            if starts != (0..<starts.count).map({ "start \($0 + 1)" }) { problems.append("task \(task.identifier): starts \(starts)") }
+            if starts != (0..<starts.count).map({ "start \($0 + 1)" }) {
+                problems.append("task \(task.identifier): starts \(starts)")
+            }
         }
         #expect(problems.isEmpty, "\(problems.prefix(5))")
     }

@@ -109,7 +109,8 @@ final class Harness: @unchecked Sendable {
     init(random: Double = 0.5) {
         transport = MockTransport(clock: clock)
         manager = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate))
+            engine: APIEngine(
+                transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate))
         manager.delegate = recorder
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         transport.stub(nil, "/slow", MockTransport.Reply.json(#"{"value":"slow"}"#).after(1))

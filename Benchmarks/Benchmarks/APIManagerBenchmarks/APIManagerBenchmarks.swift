@@ -1,6 +1,7 @@
 import APIManagerKit
 import Benchmark
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -28,7 +29,9 @@ final class CountingDelegate: APIManagerDelegate, @unchecked Sendable {
     // @unchecked: events arrive one at a time (`.immediate` delivery serialises them).
     var finished = 0
     var failed = 0
-    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) { finished += 1 }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
+        finished += 1
+    }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) { failed += 1 }
 }
 
@@ -37,7 +40,9 @@ struct NoopCancellable: APICancellable { func cancel() {} }
 /// Completes every request inside `send`.
 struct InstantTransport: APITransport {
     let response = APIRawResponse(statusCode: 200)
-    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void) -> any APICancellable {
+    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void)
+        -> any APICancellable
+    {
         completion(.success(response))
         return NoopCancellable()
     }
@@ -48,7 +53,9 @@ final class HoldingTransport: APITransport, @unchecked Sendable {
     // @unchecked: used from the benchmark's single thread only.
     private var pending: [@Sendable (Result<APIRawResponse, any Error>) -> Void] = []
     private var next = 0
-    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void) -> any APICancellable {
+    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void)
+        -> any APICancellable
+    {
         pending.append(completion)
         return NoopCancellable()
     }

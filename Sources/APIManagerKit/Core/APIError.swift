@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -110,7 +111,8 @@ extension APIError: LocalizedError, CustomStringConvertible {
         case .ignored:
             return "The request was ignored because another request of its scope was in flight (ignoreCurrent policy)."
         case .timedOut(let deadline, let attempts):
-            return "The request did not finish within its deadline of \(deadline) s (\(attempts) attempt\(attempts == 1 ? "" : "s"))."
+            return
+                "The request did not finish within its deadline of \(deadline) s (\(attempts) attempt\(attempts == 1 ? "" : "s"))."
         case .transport(let error):
             return "The request failed to reach the server: \(error.localizedDescription)"
         case .invalidRequest(let reason, let error):
@@ -118,7 +120,8 @@ extension APIError: LocalizedError, CustomStringConvertible {
         case .unacceptableStatus(let response):
             return "The server answered with unacceptable status \(response.statusCode)."
         case .decoding(let error, let response):
-            return "The response (status \(response.statusCode), \(response.body.count) bytes) could not be decoded: \(error)"
+            return
+                "The response (status \(response.statusCode), \(response.body.count) bytes) could not be decoded: \(error)"
         case .rejected(let error, let response):
             return "The response (status \(response.statusCode)) was rejected: \(error)"
         }

@@ -19,7 +19,8 @@ extension APIManager {
     public func response(for request: Request) async throws(APIError) -> Response {
         let task = makeTask(for: request)
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<any Sendable, APIError>, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<any Sendable, APIError>, Never>) in
                 engine.onCompletion(of: task) { continuation.resume(returning: $0) }
                 engine.submit(task)
             }

@@ -23,7 +23,8 @@ public protocol APIManagerDelegate: AnyObject {
 extension APIManagerDelegate {
     public func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {}
-    public func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {}
+    public func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
+    }
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {}
 }

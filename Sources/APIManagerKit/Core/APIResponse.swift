@@ -78,10 +78,12 @@ extension APIEnvelopeResponse {
         do {
             object = try JSONSerialization.jsonObject(with: raw.body, options: [.fragmentsAllowed])
         } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "The body is not JSON.", underlyingError: error))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "The body is not JSON.", underlyingError: error))
         }
         guard let dictionary = object as? [String: Any] else {
-            throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: [], debugDescription: "The envelope is not a JSON object."))
+            throw DecodingError.typeMismatch(
+                [String: Any].self, .init(codingPath: [], debugDescription: "The envelope is not a JSON object."))
         }
         let code: Int
         switch dictionary[Self.codeKey] {
@@ -92,7 +94,9 @@ extension APIEnvelopeResponse {
         case let string as String where Int(string) != nil:
             code = Int(string) ?? 0
         default:
-            throw DecodingError.keyNotFound(EnvelopeKey(Self.codeKey), .init(codingPath: [], debugDescription: "The envelope has no integer \"\(Self.codeKey)\"."))
+            throw DecodingError.keyNotFound(
+                EnvelopeKey(Self.codeKey),
+                .init(codingPath: [], debugDescription: "The envelope has no integer \"\(Self.codeKey)\"."))
         }
         let message = dictionary[Self.messageKey] as? String ?? ""
         let result = dictionary[Self.resultKey].flatMap { $0 is NSNull ? nil : $0 }

@@ -63,17 +63,3 @@ final class Lock: @unchecked Sendable {
         return try body()
     }
 }
-
-/// A value guarded by its own ``Lock``; for small pieces of state outside the engine
-/// (test doubles, the system random source, async bridging).
-final class Protected<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only read or written inside `lock.withLock`.
-    private let lock = Lock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        try lock.withLock { try body(&value) }
-    }
-}

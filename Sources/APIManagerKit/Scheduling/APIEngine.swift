@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -56,7 +57,9 @@ public final class APIEngine: @unchecked Sendable {
         var effects = Effects()
         lock.lock()
         for task in allInFlightTasks() {
-            end(task, with: .failure(.cancelled(reason: .managerReleased)), effects: &effects, pump: false, notify: false)
+            end(
+                task, with: .failure(.cancelled(reason: .managerReleased)), effects: &effects, pump: false,
+                notify: false)
         }
         lock.unlock()
         effects.performCancellationsAndCompletions()

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -36,7 +37,9 @@ public final class URLSessionTransport: APITransport {
             for (key, value) in http.allHeaderFields {
                 headers[String(describing: key)] = String(describing: value)
             }
-            completion(.success(APIRawResponse(statusCode: http.statusCode, headers: headers, body: data ?? Data(), url: http.url)))
+            completion(
+                .success(
+                    APIRawResponse(statusCode: http.statusCode, headers: headers, body: data ?? Data(), url: http.url)))
         }
         task.resume()
         return URLSessionTaskCancellable(task: task)
