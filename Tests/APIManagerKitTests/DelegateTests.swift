@@ -145,7 +145,7 @@ struct DelegateTests {
             engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
         let waiting = manager?.send(TestRequest("/held", .waitUntilDone))
         let queued = manager?.send(TestRequest("/held", .waitUntilDone))
-        weak var weakEngine = manager?.engine
+        weak let weakEngine = manager?.engine
         manager = nil
         #expect(weakEngine == nil)
         #expect(waiting?.state.name == "cancelled(managerReleased)")
