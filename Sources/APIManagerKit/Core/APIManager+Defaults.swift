@@ -35,6 +35,10 @@ extension APIManager {
         baseDelegate?.apiManager(self, task: task, willRetryAfter: delay, error: error)
     }
 
+    public func task(_ task: APITask<Request>, didReceiveCachedResponse response: Response) {
+        baseDelegate?.apiManager(self, task: task, didReceiveCachedResponse: response)
+    }
+
     public func task(_ task: APITask<Request>, didFinishWith response: Response) {
         baseDelegate?.apiManager(self, task: task, didFinishWith: response)
     }

@@ -21,7 +21,9 @@ extension APIManager {
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<any Sendable, APIError>, Never>) in
-                engine.onCompletion(of: task) { continuation.resume(returning: $0) }
+                engine.observe(task) { observation in
+                    if case .ended(let outcome, _) = observation { continuation.resume(returning: outcome) }
+                }
                 engine.submit(task)
             }
         } onCancel: {
@@ -35,6 +37,36 @@ extension APIManager {
             return response
         case .failure(let error):
             throw error
+        }
+    }
+
+    /// Sends a request and yields each response it delivers, marked with its source: under
+    /// ``APICacheOption/both`` the cached copy first, then the network's (or the revalidated copy);
+    /// otherwise the one response. The stream finishes when the task ends, throwing its ``APIError``
+    /// if it failed (after any cached copy). Ending the iteration early cancels the task (reason
+    /// ``APIError/CancellationReason/concurrency``).
+    public func responses(for request: Request) -> AsyncThrowingStream<APISourcedResponse<Response>, any Error> {
+        let task = makeTask(for: request)
+        return AsyncThrowingStream { continuation in
+            engine.observe(task) { observation in
+                switch observation {
+                case .cached(let payload):
+                    if let response = payload as? Response {
+                        continuation.yield(APISourcedResponse(response: response, source: .cache))
+                    }
+                case .ended(.success(let payload), let source):
+                    if let response = payload as? Response {
+                        continuation.yield(APISourcedResponse(response: response, source: source ?? .network))
+                    }
+                    continuation.finish()
+                case .ended(.failure(let error), _):
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { termination in
+                if case .cancelled = termination { task.cancel(reason: .concurrency) }
+            }
+            engine.submit(task)
         }
     }
 

@@ -52,7 +52,11 @@ public protocol APIManager: AnyObject, Sendable {
     func task(_ task: APITask<Request>, didStartAttempt attempt: Int)
     /// A retry is scheduled. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, willRetryAfter delay: TimeInterval, error: APIError)
-    /// The task finished with a response (terminal). Defaults to forwarding to the delegate.
+    /// A stored response was delivered ahead of the network's (``APICacheOption/both``); the task goes
+    /// on. Defaults to forwarding to the delegate.
+    func task(_ task: APITask<Request>, didReceiveCachedResponse response: Response)
+    /// The task finished with a response (terminal); ``AnyAPITask/responseSource`` says where it came
+    /// from. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, didFinishWith response: Response)
     /// The task failed, was cancelled, ignored or timed out (terminal). Defaults to forwarding to the
     /// delegate.

@@ -14,7 +14,11 @@ public protocol APIManagerDelegate: AnyObject {
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int)
     /// The attempt failed with `error`; the next starts after `delay` seconds. Once per retry.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError)
-    /// The task ended with a response. Terminal.
+    /// A stored response, delivered ahead of the network's under ``APICacheOption/both``. Not terminal:
+    /// the task goes on to the network. At most once per task.
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse)
+    /// The task ended with a response; `task.responseSource` says whether it came from the network,
+    /// the cache or a revalidation. Terminal.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse)
     /// The task ended without one: failed, cancelled, ignored or timed out. Terminal.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError)
@@ -25,6 +29,9 @@ extension APIManagerDelegate {
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
     }
+    public func apiManager(
+        _ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse
+    ) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {}
 }

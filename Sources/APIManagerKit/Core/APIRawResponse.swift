@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a transport received for one attempt: status, headers and body, before any decoding.
-public struct APIRawResponse: Sendable, Hashable {
+public struct APIRawResponse: Sendable, Hashable, Codable {
     /// The HTTP status code.
     public var statusCode: Int
     /// The response headers. Look them up with ``value(forHeader:)``, which ignores case.

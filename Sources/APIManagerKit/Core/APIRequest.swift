@@ -40,6 +40,16 @@ public protocol APIRequest: Sendable {
     /// The statuses the default ``APIManager/response(for:from:)`` accepts; any other fails the
     /// attempt with ``APIError/unacceptableStatus(_:)``. `200..<300` unless overridden.
     var acceptableStatusCodes: Range<Int> { get }
+    /// How the task uses the engine's ``APIResponseCache``. `.networkOnly` unless overridden.
+    var cacheOption: APICacheOption { get }
+    /// Whether a successful response is stored in the engine's cache. `true` unless overridden.
+    var shouldSaveInCache: Bool { get }
+    /// Whose response this is: part of the cache key, so that one user's response is never served
+    /// to another. `nil` (shared) unless overridden.
+    var cachePartition: String? { get }
+    /// Whether a response to a request that carries credentials (`Authorization`,
+    /// `Proxy-Authorization` or `Cookie`) may be stored. `false` unless overridden.
+    var cachesAuthenticatedResponses: Bool { get }
 }
 
 extension APIRequest {
@@ -53,6 +63,10 @@ extension APIRequest {
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }
     public var acceptableStatusCodes: Range<Int> { 200..<300 }
+    public var cacheOption: APICacheOption { .networkOnly }
+    public var shouldSaveInCache: Bool { true }
+    public var cachePartition: String? { nil }
+    public var cachesAuthenticatedResponses: Bool { false }
 
     /// ``url`` with ``path`` appended, one slash between them.
     ///

@@ -71,14 +71,28 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     var retryTimer: (any APICancellable)?
     var deadlineTimer: (any APICancellable)?
     var cancellationBeforeSubmit: APIError.CancellationReason?
-    var completionHandler: (@Sendable (Result<any Sendable, APIError>) -> Void)?
+    var observer: (@Sendable (Observation) -> Void)?
     var terminalOutcome: Result<any Sendable, APIError>?
+    var source: APIResponseSource?
     // Intrusive list links: a task is in at most one list of its scope at a time.
     var membership: Membership = .none
     var previous: AnyAPITask?
     var next: AnyAPITask?
 
     enum Phase { case created, waiting, running, waitingForRetry, ended }
+    /// What an observer (the async API) is told: a cached copy, then the end.
+    enum Observation {
+        case cached(any Sendable)
+        case ended(Result<any Sendable, APIError>, APIResponseSource?)
+    }
+    /// How the task uses the cache, read from the request when it is sent.
+    struct CacheSettings {
+        var option: APICacheOption
+        var shouldSave: Bool
+        var partition: String?
+        var storesAuthenticated: Bool
+    }
+    let cacheSettings: CacheSettings
     enum Membership { case none, started, startedFromLine, line }
     enum AttemptProgress {
         case idle
@@ -90,8 +104,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         case abandoned
     }
 
-    init(identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?, engine: APIEngine) {
+    init(
+        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
+        cacheSettings: CacheSettings, engine: APIEngine
+    ) {
         self.identifier = identifier
+        self.cacheSettings = cacheSettings
         self.concurrencyPolicy = policy
         self.concurrencyScope = scope
         self.deadline = deadline
@@ -114,6 +132,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
             }
         }
     }
+
+    /// Where the response that ended the task came from; `nil` until it finishes with one.
+    public var responseSource: APIResponseSource? { lock.withLock { source } }
 
     /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
     public var attemptCount: Int { lock.withLock { attemptNumber } }
@@ -154,6 +175,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         case waiting
         case started(attempt: Int)
         case willRetry(delay: TimeInterval, error: APIError)
+        case cachedResponse(any Sendable)
         case finished(any Sendable)
         case failed(APIError)
     }
@@ -179,6 +201,10 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         self.request = request
         super.init(
             identifier: identifier, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
-            deadline: request.deadline, engine: engine)
+            deadline: request.deadline,
+            cacheSettings: CacheSettings(
+                option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,
+                storesAuthenticated: request.cachesAuthenticatedResponses),
+            engine: engine)
     }
 }

@@ -24,6 +24,8 @@ public final class APIEngine: @unchecked Sendable {
     public let clock: any APIClock
     /// Where retry jitter comes from.
     public let randomSource: any APIRandomSource
+    /// The response cache requests read and fill through ``APIRequest/cacheOption``; `nil` for none.
+    public let cache: APIResponseCache?
 
     let lock = Lock()
 
@@ -41,16 +43,19 @@ public final class APIEngine: @unchecked Sendable {
     ///   - clock: a ``DispatchClock`` unless given.
     ///   - randomSource: the system's generator unless given.
     ///   - delivery: `.queue(.main)` unless given.
+    ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
     public init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
         randomSource: any APIRandomSource = SystemRandomSource(),
-        delivery: APIDelivery = .queue(.main)
+        delivery: APIDelivery = .queue(.main),
+        cache: APIResponseCache? = nil
     ) {
         self.transport = transport
         self.clock = clock
         self.randomSource = randomSource
         self.delivery = delivery
+        self.cache = cache
     }
 
     deinit {
@@ -154,15 +159,17 @@ public final class APIEngine: @unchecked Sendable {
         perform(effects)
     }
 
-    /// Registers what to call when the task ends; called at once (on this thread) if it has ended.
-    func onCompletion(of task: AnyAPITask, _ handler: @escaping @Sendable (Result<any Sendable, APIError>) -> Void) {
+    /// Registers what to tell about the task (a cached copy, its end); told at once, on this thread,
+    /// if it has ended.
+    func observe(_ task: AnyAPITask, _ observer: @escaping @Sendable (AnyAPITask.Observation) -> Void) {
         lock.lock()
         if let outcome = task.terminalOutcome {
+            let source = task.source
             lock.unlock()
-            handler(outcome)
+            observer(.ended(outcome, source))
             return
         }
-        task.completionHandler = handler
+        task.observer = observer
         lock.unlock()
     }
 
@@ -215,18 +222,25 @@ public final class APIEngine: @unchecked Sendable {
 
     // MARK: Attempts
 
-    /// Builds the request and hands it to the transport. Called without the lock, through the
-    /// trampoline.
+    /// Builds the request and hands it to the transport (after consulting the cache). Called without
+    /// the lock, through the trampoline.
     func performStart(_ task: AnyAPITask, attempt: Int) {
-        let urlRequest: URLRequest
+        var urlRequest: URLRequest
         do {
             urlRequest = try task.makeURLRequest()
         } catch {
-            attemptCompleted(task, attempt: attempt, result: .failure(error))
+            attemptCompleted(task, attempt: attempt, result: .failure(error), cache: nil)
             return
         }
+        var cacheContext: CacheContext?
+        if let cache {
+            cacheContext = consultCache(cache, for: task, attempt: attempt, request: &urlRequest)
+            if cacheContext == nil { return }  // answered from the cache
+        }
+        let context = cacheContext
         let handle = transport.send(urlRequest) { [weak self] result in
-            self?.attemptCompleted(task, attempt: attempt, result: result.mapError(APIError.wrapTransport))
+            self?.attemptCompleted(
+                task, attempt: attempt, result: result.mapError(APIError.wrapTransport), cache: context)
         }
         lock.lock()
         guard task.attemptNumber == attempt else {
@@ -247,12 +261,24 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
-    private func attemptCompleted(_ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>) {
+    private func attemptCompleted(
+        _ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>, cache context: CacheContext?
+    ) {
         guard isCurrent(task, attempt: attempt) else { return }
-        let outcome: Result<any Sendable, APIError>
+        var outcome: Result<any Sendable, APIError>
+        var source = APIResponseSource.network
         switch result {
-        case .success(let raw): outcome = task.buildResponse(raw)
-        case .failure(let error): outcome = .failure(error)
+        case .success(let raw):
+            if raw.statusCode == 304, let context, let stored = context.revalidating {
+                let refreshed = context.cache.refresh(stored, with: raw)
+                outcome = task.buildResponse(refreshed.response)
+                source = .revalidated
+            } else {
+                outcome = task.buildResponse(raw)
+                if case .success = outcome, let context { context.store(raw) }
+            }
+        case .failure(let error):
+            outcome = .failure(error)
         }
         var retryDelay: TimeInterval?
         if case .failure(let error) = outcome, Self.mayRetry(error),
@@ -278,10 +304,31 @@ public final class APIEngine: @unchecked Sendable {
                 effects.retries.append((task, attempt, delay))
             }
         default:
-            end(task, with: outcome, effects: &effects)
+            end(task, with: outcome, source: source, effects: &effects)
         }
         lock.unlock()
         perform(effects)
+    }
+
+    /// Delivers a cached copy ahead of the network (`terminal == false`) or as the task's end.
+    /// Returns `false`, doing nothing, when the stored response no longer builds a response.
+    func deliverCached(_ raw: APIRawResponse, for task: AnyAPITask, attempt: Int, terminal: Bool) -> Bool {
+        let outcome = task.buildResponse(raw)
+        guard case .success(let payload) = outcome else { return false }
+        var effects = Effects()
+        lock.lock()
+        if task.phase == .running, task.attemptNumber == attempt {
+            if terminal {
+                task.attemptProgress = .idle
+                end(task, with: outcome, source: .cache, effects: &effects)
+            } else {
+                emit(.cachedResponse(payload), for: task, effects: &effects)
+                if let observer = task.observer { effects.observations.append((observer, .cached(payload))) }
+            }
+        }
+        lock.unlock()
+        perform(effects)
+        return true
     }
 
     private func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
@@ -352,10 +399,11 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     private func end(
-        _ task: AnyAPITask, with outcome: Result<any Sendable, APIError>, effects: inout Effects,
-        pump shouldPump: Bool = true, notify: Bool = true
+        _ task: AnyAPITask, with outcome: Result<any Sendable, APIError>, source: APIResponseSource? = nil,
+        effects: inout Effects, pump shouldPump: Bool = true, notify: Bool = true
     ) {
         guard task.phase != .ended else { return }
+        if case .success = outcome { task.source = source ?? .network }
         switch task.attemptProgress {
         case .sent(let handle):
             effects.cancellations.append(handle)
@@ -381,9 +429,9 @@ public final class APIEngine: @unchecked Sendable {
             case .failure(let error): emit(.failed(error), for: task, effects: &effects)
             }
         }
-        if let handler = task.completionHandler {
-            task.completionHandler = nil
-            effects.completions.append((handler, outcome))
+        if let observer = task.observer {
+            task.observer = nil
+            effects.observations.append((observer, .ended(outcome, task.source)))
         }
         // Leave the scope after the terminal event, so the task that takes its place starts after it.
         if let scope = task.scope {
@@ -412,7 +460,7 @@ public final class APIEngine: @unchecked Sendable {
     /// What a transition decided to do once the lock is released.
     struct Effects {
         var cancellations: [any APICancellable] = []
-        var completions: [(@Sendable (Result<any Sendable, APIError>) -> Void, Result<any Sendable, APIError>)] = []
+        var observations: [(@Sendable (AnyAPITask.Observation) -> Void, AnyAPITask.Observation)] = []
         var starts: [StartTrampoline.Start] = []
         var retries: [(AnyAPITask, Int, TimeInterval)] = []
         var deadlines: [(AnyAPITask, TimeInterval)] = []
@@ -420,7 +468,7 @@ public final class APIEngine: @unchecked Sendable {
 
         func performCancellationsAndCompletions() {
             for cancellable in cancellations { cancellable.cancel() }
-            for (handler, outcome) in completions { handler(outcome) }
+            for (observer, observation) in observations { observer(observation) }
         }
     }
 

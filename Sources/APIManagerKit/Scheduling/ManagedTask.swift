@@ -52,6 +52,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             manager.task(self, didStartAttempt: attempt)
         case .willRetry(let delay, let error):
             manager.task(self, willRetryAfter: delay, error: error)
+        case .cachedResponse(let payload):
+            guard let response = payload as? Manager.Response else { return }
+            manager.task(self, didReceiveCachedResponse: response)
         case .finished(let payload):
             guard let response = payload as? Manager.Response else { return }
             manager.task(self, didFinishWith: response)

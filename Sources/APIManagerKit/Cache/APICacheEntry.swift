@@ -1,0 +1,55 @@
+import Foundation
+
+/// One stored response.
+public struct APICacheEntry: Sendable, Hashable, Codable {
+    /// The full key it was stored under, compared on every read.
+    public let key: APICacheKey
+    public var response: APIRawResponse
+    /// When the response was stored or last revalidated.
+    public var storedAt: Date
+
+    public init(key: APICacheKey, response: APIRawResponse, storedAt: Date) {
+        self.key = key
+        self.response = response
+        self.storedAt = storedAt
+    }
+
+    /// The `ETag` to send as `If-None-Match`.
+    public var entityTag: String? { response.value(forHeader: "ETag") }
+    /// The `Last-Modified` to send as `If-Modified-Since`.
+    public var lastModified: String? { response.value(forHeader: "Last-Modified") }
+
+    /// The memory it is charged for: body, headers, URL and key.
+    var cost: Int {
+        response.body.count + response.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            + (response.url?.absoluteString.utf8.count ?? 0) + key.url.utf8.count + key.bodyDigest.utf8.count
+            + key.partition.utf8.count + key.method.utf8.count + 64
+    }
+}
+
+/// What the cache did, for logging. Delivered to ``APIResponseCache/eventHandler`` on the thread
+/// that caused it, without any lock held.
+public enum APICacheEvent: Sendable, Equatable {
+    public enum Tier: String, Sendable { case memory, disk }
+
+    /// A stored response was found.
+    case hit(APICacheKey, Tier)
+    /// Nothing usable was stored for the key.
+    case miss(APICacheKey)
+    /// The slot held a different key (a hash collision): a miss.
+    case collision(APICacheKey)
+    /// A response was stored.
+    case stored(APICacheKey, bytes: Int)
+    /// A response was not stored: `reason` says why (opted out, carries credentials, no cache tier).
+    case notStored(APICacheKey, reason: String)
+    /// An entry was evicted to keep the memory tier within its budget (it may remain on disk).
+    case evicted(APICacheKey)
+    /// A file was evicted to keep the disk tier within its budget.
+    case evictedFile(slot: String)
+    /// An entry older than the disk tier's `maxAge` was removed.
+    case expired(APICacheKey)
+    /// A file that was truncated, corrupt or not ours was removed.
+    case removedDamagedFile(name: String, reason: String)
+    /// The disk tier failed and is off; the cache goes on in memory only.
+    case diskUnavailable(reason: String)
+}

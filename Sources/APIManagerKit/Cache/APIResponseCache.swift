@@ -1,0 +1,310 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A response cache with a memory tier and an optional disk tier, safe from any thread, the same on
+/// every platform (it does not use `URLCache`).
+///
+/// Give it to an engine (`APIEngine(cache: .shared)`); requests then choose how to use it with
+/// ``APIRequest/cacheOption``. Reads look in memory, then on disk (a disk hit is copied into memory).
+/// Writes go to both tiers. Every read compares the stored key with the wanted one, so a hash
+/// collision is a miss, never a wrong answer.
+public final class APIResponseCache: @unchecked Sendable {
+    // @unchecked: `memory`, `disk` and `handler` are only touched while holding `lock`; file I/O
+    // happens outside it, and files are replaced atomically.
+
+    /// Settings of the disk tier.
+    public struct DiskOptions: Sendable {
+        /// Where the files go. `nil` (the default) means the user's caches directory on Apple platforms,
+        /// `$XDG_CACHE_HOME` or `~/.cache` elsewhere, in a folder named `APIManagerKit`.
+        public var directory: URL?
+        /// The most bytes the files may take. 50 MiB unless set.
+        public var budget: Int
+        /// Entries older than this are removed instead of read. 7 days unless set.
+        public var maxAge: TimeInterval
+        /// Whether a new cache loads the newest files into memory, up to its budget. `true` unless set.
+        public var warmsMemory: Bool
+
+        public init(
+            directory: URL? = nil, budget: Int = 50 << 20, maxAge: TimeInterval = 7 * 24 * 3600,
+            warmsMemory: Bool = true
+        ) {
+            self.directory = directory
+            self.budget = budget
+            self.maxAge = maxAge
+            self.warmsMemory = warmsMemory
+        }
+
+        /// `APIManagerKit` in the platform's caches directory.
+        public static var defaultDirectory: URL {
+            #if canImport(Darwin)
+            let base =
+                FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+                ?? FileManager.default.temporaryDirectory
+            #else
+            let environment = ProcessInfo.processInfo.environment
+            let base: URL
+            if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+                base = URL(fileURLWithPath: xdg, isDirectory: true)
+            } else if let home = environment["HOME"], !home.isEmpty {
+                base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache")
+            } else {
+                base = FileManager.default.temporaryDirectory
+            }
+            #endif
+            return base.appendingPathComponent("APIManagerKit", isDirectory: true)
+        }
+    }
+
+    /// A cache with a 1 MiB memory tier and a disk tier in the default directory.
+    public static let shared = APIResponseCache()
+
+    /// The clock that dates entries and judges their age.
+    public let clock: any APIClock
+    let hasher: APICacheHasher
+    private let lock = Lock()
+    private var memory: MemoryCacheTier
+    private var disk: DiskCacheTier?
+    private var handler: (@Sendable (APICacheEvent) -> Void)?
+
+    /// - Parameters:
+    ///   - memoryBudget: bytes the memory tier may hold. 1 MiB unless given.
+    ///   - disk: the disk tier's settings, or `nil` for memory only. The defaults unless given.
+    ///   - clock: dates entries. A ``DispatchClock`` unless given.
+    ///   - hasher: names slots. ``APICacheHasher/fnv1a`` unless given.
+    ///   - eventHandler: receives ``APICacheEvent``s, including any from the warm start.
+    public init(
+        memoryBudget: Int = 1 << 20, disk: DiskOptions? = DiskOptions(), clock: any APIClock = DispatchClock(),
+        hasher: APICacheHasher = .fnv1a, eventHandler: (@Sendable (APICacheEvent) -> Void)? = nil
+    ) {
+        self.clock = clock
+        self.hasher = hasher
+        self.memory = MemoryCacheTier(budget: memoryBudget)
+        self.handler = eventHandler
+        guard let disk else { return }
+        let directory = disk.directory ?? DiskOptions.defaultDirectory
+        do {
+            try DiskCacheTier.prepare(directory)
+        } catch {
+            eventHandler?(.diskUnavailable(reason: "cannot create \(directory.path): \(error.localizedDescription)"))
+            return
+        }
+        var tier = DiskCacheTier(directory: directory, budget: disk.budget, maxAge: disk.maxAge)
+        let now = clock.date
+        var expired: [String] = []
+        let files = DiskCacheTier.scan(directory).sorted { $0.modified > $1.modified }
+        for file in files {
+            if now.timeIntervalSince(file.modified) > disk.maxAge {
+                expired.append(file.slot)
+            } else {
+                tier.recordUse(ofSlot: file.slot, size: file.size, at: file.modified)
+            }
+        }
+        self.disk = tier
+        for slot in expired {
+            try? FileManager.default.removeItem(at: tier.fileURL(forSlot: slot))
+        }
+        if disk.warmsMemory {
+            warmMemory(from: files.filter { !expired.contains($0.slot) }.map(\.slot), tier: tier)
+        }
+        evictFromDisk()
+    }
+
+    /// Loads files, newest first, into memory until its budget is reached.
+    private func warmMemory(from slots: [String], tier: DiskCacheTier) {
+        var loaded = 0
+        for slot in slots {
+            guard loaded < memory.budget else { break }
+            guard let entry = try? DiskCacheTier.read(tier.fileURL(forSlot: slot)),
+                hasher.slot(for: entry.key) == slot
+            else { continue }
+            let cost = entry.cost
+            guard loaded + cost <= memory.budget else { continue }
+            loaded += cost
+            _ = memory.store(entry, inSlot: slot)
+        }
+    }
+
+    /// Receives every ``APICacheEvent``, on the thread that caused it, without any lock held.
+    public var eventHandler: (@Sendable (APICacheEvent) -> Void)? {
+        get { lock.withLock { handler } }
+        set { lock.withLock { handler = newValue } }
+    }
+
+    /// Whether the disk tier is working (it turns off after a failed write).
+    public var hasDiskTier: Bool { lock.withLock { disk != nil } }
+    /// The directory of the disk tier, if it is working.
+    public var diskDirectory: URL? { lock.withLock { disk?.directory } }
+    /// Bytes held in memory.
+    public var memoryUsage: Int { lock.withLock { memory.usage } }
+    /// Entries held in memory.
+    public var memoryCount: Int { lock.withLock { memory.count } }
+    /// Bytes of the files the disk tier knows of.
+    public var diskUsage: Int { lock.withLock { disk?.usage ?? 0 } }
+
+    // MARK: Reading
+
+    /// The entry stored for `key`, from memory or disk, whatever its age (the disk tier's expiry
+    /// aside). A damaged file or a different key in the slot is a miss.
+    public func entry(for key: APICacheKey) -> APICacheEntry? {
+        let slot = hasher.slot(for: key)
+        var events: [APICacheEvent] = []
+        defer { emit(events) }
+        let (found, diskURL): (APICacheEntry?, URL?) = lock.withLock {
+            (memory.entry(inSlot: slot), disk?.fileURL(forSlot: slot))
+        }
+        if let found {
+            guard found.key == key else {
+                events.append(.collision(key))
+                return nil
+            }
+            events.append(.hit(key, .memory))
+            return found
+        }
+        guard let diskURL else {
+            events.append(.miss(key))
+            return nil
+        }
+        let stored: APICacheEntry?
+        do {
+            stored = try DiskCacheTier.read(diskURL)
+        } catch {
+            removeFile(diskURL, slot: slot)
+            events.append(.removedDamagedFile(name: diskURL.lastPathComponent, reason: error.description))
+            events.append(.miss(key))
+            return nil
+        }
+        guard let stored else {
+            lock.withLock { disk?.forget(slot: slot) }
+            events.append(.miss(key))
+            return nil
+        }
+        guard stored.key == key else {
+            events.append(.collision(key))
+            return nil
+        }
+        let now = clock.date
+        let expired: Bool = lock.withLock {
+            guard let tier = disk else { return false }
+            if now.timeIntervalSince(stored.storedAt) > tier.maxAge { return true }
+            disk?.recordUse(ofSlot: slot, size: tier.index[slot]?.size ?? 0, at: now)
+            events += memory.store(stored, inSlot: slot).map { .evicted($0.key) }
+            return false
+        }
+        if expired {
+            removeFile(diskURL, slot: slot)
+            events.append(.expired(key))
+            return nil
+        }
+        events.append(.hit(key, .disk))
+        return stored
+    }
+
+    // MARK: Writing
+
+    /// Stores a response for `key` in both tiers, dated now. A failed disk write turns the disk tier
+    /// off (with a ``APICacheEvent/diskUnavailable(reason:)`` event); memory goes on.
+    public func store(_ response: APIRawResponse, for key: APICacheKey) {
+        store(APICacheEntry(key: key, response: response, storedAt: clock.date))
+    }
+
+    func store(_ entry: APICacheEntry) {
+        let slot = hasher.slot(for: entry.key)
+        var events: [APICacheEvent] = []
+        defer { emit(events) }
+        let diskURL: URL? = lock.withLock {
+            events += memory.store(entry, inSlot: slot).map { .evicted($0.key) }
+            return disk?.fileURL(forSlot: slot)
+        }
+        events.append(.stored(entry.key, bytes: entry.response.body.count))
+        guard let diskURL else { return }
+        do {
+            let size = try DiskCacheTier.write(entry, to: diskURL)
+            lock.withLock { disk?.recordUse(ofSlot: slot, size: size, at: entry.storedAt) }
+            evictFromDisk()
+        } catch {
+            let wasOn: Bool = lock.withLock {
+                defer { disk = nil }
+                return disk != nil
+            }
+            if wasOn { events.append(.diskUnavailable(reason: "\(error)")) }
+        }
+    }
+
+    /// Marks the entry as confirmed by the server now (after a `304 Not Modified`), merging the
+    /// new response's headers into the stored ones.
+    func refresh(_ entry: APICacheEntry, with notModified: APIRawResponse) -> APICacheEntry {
+        var refreshed = entry
+        refreshed.storedAt = clock.date
+        for (name, value) in notModified.headers where Self.refreshableHeaders.contains(name.lowercased()) {
+            let existing = refreshed.response.headers.keys.first { $0.lowercased() == name.lowercased() }
+            refreshed.response.headers[existing ?? name] = value
+        }
+        store(refreshed)
+        return refreshed
+    }
+
+    private static let refreshableHeaders: Set<String> = [
+        "etag", "last-modified", "cache-control", "expires", "date", "vary",
+    ]
+
+    /// Removes the entry for `key` from both tiers.
+    public func remove(for key: APICacheKey) {
+        let slot = hasher.slot(for: key)
+        let url: URL? = lock.withLock {
+            memory.removeEntry(inSlot: slot)
+            return disk?.fileURL(forSlot: slot)
+        }
+        if let url { removeFile(url, slot: slot) }
+    }
+
+    /// Removes the entry a request would read: the same method, URL, body and partition.
+    public func remove(for request: URLRequest, partition: String? = nil) {
+        remove(for: APICacheKey(request: request, partition: partition))
+    }
+
+    /// Empties both tiers (every cache file in the directory, including another instance's).
+    public func removeAll() {
+        let directory: URL? = lock.withLock {
+            memory.removeAll()
+            disk?.forgetAll()
+            return disk?.directory
+        }
+        guard let directory else { return }
+        for file in DiskCacheTier.scan(directory) {
+            try? FileManager.default.removeItem(
+                at: directory.appendingPathComponent(file.slot).appendingPathExtension(DiskCacheTier.fileExtension))
+        }
+    }
+
+    // MARK: Helpers
+
+    private func removeFile(_ url: URL, slot: String) {
+        lock.withLock { disk?.forget(slot: slot) }
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    private func evictFromDisk() {
+        let (victims, directory): ([String], URL?) = lock.withLock {
+            (disk?.slotsToEvict() ?? [], disk?.directory)
+        }
+        guard let directory, !victims.isEmpty else { return }
+        for slot in victims {
+            try? FileManager.default.removeItem(
+                at: directory.appendingPathComponent(slot).appendingPathExtension(DiskCacheTier.fileExtension))
+        }
+        emit(victims.map { .evictedFile(slot: $0) })
+    }
+
+    /// Reports an event on behalf of the engine.
+    func note(_ event: APICacheEvent) {
+        emit([event])
+    }
+
+    private func emit(_ events: [APICacheEvent]) {
+        guard !events.isEmpty, let handler = lock.withLock({ handler }) else { return }
+        for event in events { handler(event) }
+    }
+}
