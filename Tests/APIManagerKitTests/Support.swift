@@ -17,6 +17,11 @@ struct TestRequest: APIRequest {
     var concurrencyScope: String?
     var retryPolicy: APIRetryPolicy?
     var deadline: TimeInterval?
+    var headers: [String: String] = [:]
+    var cacheOption: APICacheOption = .networkOnly
+    var shouldSaveInCache = true
+    var cachePartition: String?
+    var cachesAuthenticatedResponses = false
 
     init(
         _ path: String, _ policy: APIConcurrencyPolicy = .default, scope: String? = nil, method: HTTPMethod = .get,
@@ -76,6 +81,9 @@ final class EventRecorder: APIManagerDelegate, @unchecked Sendable {
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
         record("\(task.identifier) retry \(delay)")
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse) {
+        record("\(task.identifier) cached")
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
         record("\(task.identifier) finished")
