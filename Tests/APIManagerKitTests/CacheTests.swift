@@ -101,6 +101,13 @@ struct CacheTests {
         #expect(h.log.all.contains { if case .notStored = $0 { return true } else { return false } })
     }
 
+    @Test func aResponseMarkedNoStoreIsNotStored() {
+        let h = CacheHarness()
+        h.transport.stub(nil, "/secret", .json("{}", headers: ["Cache-Control": "private, no-store"]))
+        h.send("/secret", .networkOnly)
+        #expect(h.cache.entry(for: h.key("secret")) == nil)
+    }
+
     @Test func cacheOnlyServesAStoredResponseWithoutSendingAnything() {
         let h = CacheHarness()
         h.transport.stub(nil, "/profile", .json(#"{"value":"stored"}"#))

@@ -110,10 +110,56 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
     #expect(transport.records.map(\.sentAt) == [0, 0.3])
 }
 
+// MARK: README "Response cache"
+
+struct Feed: APIResponse, Decodable {
+    let posts: [String]
+}
+
+struct FeedRequest: APIRequest {
+    let url = URL(string: "https://api.example.com/feed")!
+    var cacheOption: APICacheOption = .both
+    var cachePartition: String? = "user-42"
+}
+
+final class FeedAPI: APIManager {
+    typealias Request = FeedRequest
+    typealias Response = Feed
+    let engine: APIEngine
+    init(engine: APIEngine = APIEngine(cache: .shared)) { self.engine = engine }
+}
+
+func showFeed(from feedAPI: FeedAPI, show: (Feed, Bool) -> Void) async throws {
+    // The stored feed at once, then the network's.
+    for try await delivery in feedAPI.responses(for: FeedRequest()) {
+        show(delivery.response, delivery.source == .cache)
+    }
+}
+
+let otherOptions: [FeedRequest] = [
+    FeedRequest(cacheOption: .networkOnly),  // always the network; stores the answer
+    FeedRequest(cacheOption: .cacheOnly),  // the stored answer if any, else the network
+    FeedRequest(cacheOption: .fresh(maxAge: 300)),  // stored if younger than 5 minutes, else revalidate
+]
+
 // MARK: Checks of the samples themselves
 
 @Suite("README samples")
 struct CodeSamplesTests {
+    @Test func theFeedSampleShowsTheStoredFeedThenTheNetworks() async throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(.get, "/feed", .json(#"{"posts":["old"]}"#), .json(#"{"posts":["new"]}"#))
+        let cache = APIResponseCache(disk: nil, clock: clock)
+        let feedAPI = FeedAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, cache: cache))
+        feedAPI.send(otherOptions[0])
+        var shown: [String] = []
+        try await showFeed(from: feedAPI) { feed, stale in shown.append("\(feed.posts[0]) stale:\(stale)") }
+        #expect(shown == ["old stale:true", "new stale:false"])
+        #expect(feedAPI.send(otherOptions[1]).responseSource == .cache)
+        #expect(feedAPI.send(otherOptions[2]).responseSource == .cache)
+    }
+
     @Test func theAsyncSampleReturnsTheTypedCart() async throws {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)

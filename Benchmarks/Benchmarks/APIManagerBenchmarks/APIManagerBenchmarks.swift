@@ -133,4 +133,5 @@ let benchmarks: @Sendable () -> Void = {
     for count in [1_000, 100_000] {
         Benchmark("waiting: \(count) queued tasks") { queueWaiting(count, benchmark: $0) }
     }
+    registerCacheBenchmarks()
 }

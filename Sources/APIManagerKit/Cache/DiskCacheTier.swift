@@ -85,37 +85,47 @@ struct DiskCacheTier {
 
     /// The slots on disk with their sizes and modification dates, for a warm start.
     static func scan(_ directory: URL) -> [(slot: String, size: Int, modified: Date)] {
-        let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey]
-        guard
-            let urls = try? FileManager.default.contentsOfDirectory(
-                at: directory, includingPropertiesForKeys: keys, options: [.skipsHiddenFiles])
-        else { return [] }
-        return urls.compactMap { url in
-            guard url.pathExtension == fileExtension,
-                let values = try? url.resourceValues(forKeys: Set(keys)), values.isRegularFile == true
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
+        let suffix = "." + fileExtension
+        return names.compactMap { name in
+            guard name.hasSuffix(suffix), !name.hasPrefix(".") else { return nil }
+            var info = stat()
+            guard stat(directory.appendingPathComponent(name).path, &info) == 0,
+                (info.st_mode & S_IFMT) == S_IFREG
             else { return nil }
-            return (
-                url.deletingPathExtension().lastPathComponent, values.fileSize ?? 0,
-                values.contentModificationDate ?? .distantPast
-            )
+            #if canImport(Darwin)
+            let modified = Double(info.st_mtimespec.tv_sec) + Double(info.st_mtimespec.tv_nsec) / 1e9
+            #else
+            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            #endif
+            return (String(name.dropLast(suffix.count)), Int(info.st_size), Date(timeIntervalSince1970: modified))
         }
     }
 
-    /// Writes an entry atomically; returns the file's size.
+    /// Writes an entry atomically (a new owner-only file, then `rename`); returns the file's size.
     static func write(_ entry: APICacheEntry, to url: URL) throws -> Int {
         let data = encode(entry)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".tmp-\(UUID().uuidString)")
-        guard
-            FileManager.default.createFile(
-                atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-        else {
-            throw CacheFileError.writeFailed(path: temporary.path, code: errno)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".tmp-\(UUID().uuidString)").path
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else { throw CacheFileError.writeFailed(path: temporary, code: errno) }
+        var failure: Int32?
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Foundation.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
         }
-        if rename(temporary.path, url.path) != 0 {
-            let code = errno
-            unlink(temporary.path)
-            throw CacheFileError.writeFailed(path: url.path, code: code)
+        if close(descriptor) != 0, failure == nil { failure = errno }
+        if failure == nil, rename(temporary, url.path) != 0 { failure = errno }
+        if let failure {
+            unlink(temporary)
+            throw CacheFileError.writeFailed(path: url.path, code: failure)
         }
         return data.count
     }

@@ -17,6 +17,10 @@ extension APIEngine {
         func store(_ response: APIRawResponse) {
             if let reasonNotToStore {
                 cache.note(.notStored(key, reason: reasonNotToStore))
+            } else if let control = response.value(forHeader: "Cache-Control"),
+                control.lowercased().contains("no-store")
+            {
+                cache.note(.notStored(key, reason: "the response says Cache-Control: no-store"))
             } else {
                 cache.store(response, for: key)
             }
