@@ -180,40 +180,38 @@ struct DiskCacheTier {
 
     private static func decode(_ bytes: UnsafeRawBufferPointer) throws(CacheFileError) -> APICacheEntry {
         let headerLength = magic.count + 1 + 4
-        do {
-            guard bytes.starts(with: magic) else { throw .damaged("not a cache file") }
-            guard bytes[magic.count] == version else { throw .damaged("unknown version \(bytes[magic.count])") }
-            let metadataLength = bytes[(magic.count + 1)..<headerLength].reduce(0) { $0 << 8 | Int($1) }
-            let checksumOffset = bytes.count - 8
-            guard metadataLength <= checksumOffset - headerLength else { throw .damaged("truncated metadata") }
-            let stored = bytes[checksumOffset...].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            let actual = FNV1a.hash(UnsafeRawBufferPointer(rebasing: bytes[..<checksumOffset]))
-            guard stored == actual else { throw .damaged("checksum mismatch (truncated or corrupt)") }
-            var reader = ByteReader(
-                bytes: UnsafeRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + metadataLength)]))
-            guard let method = reader.string(), let url = reader.string(), let bodyDigest = reader.string(),
-                let partition = reader.string(), let status = reader.uint64(), let responseURL = reader.string(),
-                let storedAt = reader.uint64(), let headerCount = reader.uint64(), headerCount < 10_000
-            else { throw .damaged("unreadable metadata") }
-            var headers: [String: String] = [:]
-            for _ in 0..<headerCount {
-                guard let name = reader.string(), let value = reader.string() else {
-                    throw .damaged("unreadable headers")
-                }
-                headers[name] = value
+        guard bytes.starts(with: magic) else { throw .damaged("not a cache file") }
+        guard bytes[magic.count] == version else { throw .damaged("unknown version \(bytes[magic.count])") }
+        let metadataLength = bytes[(magic.count + 1)..<headerLength].reduce(0) { $0 << 8 | Int($1) }
+        let checksumOffset = bytes.count - 8
+        guard metadataLength <= checksumOffset - headerLength else { throw .damaged("truncated metadata") }
+        let stored = bytes[checksumOffset...].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let actual = FNV1a.hash(UnsafeRawBufferPointer(rebasing: bytes[..<checksumOffset]))
+        guard stored == actual else { throw .damaged("checksum mismatch (truncated or corrupt)") }
+        var reader = ByteReader(
+            bytes: UnsafeRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + metadataLength)]))
+        guard let method = reader.string(), let url = reader.string(), let bodyDigest = reader.string(),
+            let partition = reader.string(), let status = reader.uint64(), let responseURL = reader.string(),
+            let storedAt = reader.uint64(), let headerCount = reader.uint64(), headerCount < 10_000
+        else { throw .damaged("unreadable metadata") }
+        var headers: [String: String] = [:]
+        for _ in 0..<headerCount {
+            guard let name = reader.string(), let value = reader.string() else {
+                throw .damaged("unreadable headers")
             }
-            let bodyStart = headerLength + metadataLength
-            guard let bodyLength = reader.uint64(), reader.isAtEnd,
-                Int(clamping: bodyLength) == checksumOffset - bodyStart
-            else { throw .damaged("body length mismatch") }
-            let response = APIRawResponse(
-                statusCode: Int(truncatingIfNeeded: Int64(bitPattern: status)), headers: headers,
-                body: Data(UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<checksumOffset])),
-                url: responseURL.isEmpty ? nil : URL(string: responseURL))
-            return APICacheEntry(
-                key: APICacheKey(method: method, url: url, bodyDigest: bodyDigest, partition: partition),
-                response: response, storedAt: Date(timeIntervalSince1970: Double(bitPattern: storedAt)))
+            headers[name] = value
         }
+        let bodyStart = headerLength + metadataLength
+        guard let bodyLength = reader.uint64(), reader.isAtEnd,
+            Int(clamping: bodyLength) == checksumOffset - bodyStart
+        else { throw .damaged("body length mismatch") }
+        let response = APIRawResponse(
+            statusCode: Int(truncatingIfNeeded: Int64(bitPattern: status)), headers: headers,
+            body: Data(UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<checksumOffset])),
+            url: responseURL.isEmpty ? nil : URL(string: responseURL))
+        return APICacheEntry(
+            key: APICacheKey(method: method, url: url, bodyDigest: bodyDigest, partition: partition),
+            response: response, storedAt: Date(timeIntervalSince1970: Double(bitPattern: storedAt)))
     }
 }
 

@@ -35,8 +35,8 @@ public final class APIEngine: @unchecked Sendable {
     private var nextSequence: UInt64 = 0
     private let defaultScope = ScopeState(key: nil)
     private var namedScopes: [String: ScopeState] = [:]
-    private var outbox: [(AnyAPITask, AnyAPITask.Event)] = []
-    private var isDeliveryScheduled = false
+    var outbox: [(AnyAPITask, AnyAPITask.Event)] = []
+    var isDeliveryScheduled = false
 
     /// - Parameters:
     ///   - transport: ``URLSessionTransport/shared`` unless given.
@@ -343,7 +343,7 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
-    private func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
+    func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
         var effects = Effects()
         lock.lock()
         if task.phase == .waitingForRetry, task.attemptNumber == attempt {
@@ -354,7 +354,7 @@ public final class APIEngine: @unchecked Sendable {
         perform(effects)
     }
 
-    private func deadlineFired(_ task: AnyAPITask, deadline: TimeInterval) {
+    func deadlineFired(_ task: AnyAPITask, deadline: TimeInterval) {
         var effects = Effects()
         lock.lock()
         if task.phase != .ended {
@@ -452,78 +452,6 @@ public final class APIEngine: @unchecked Sendable {
         if !isDeliveryScheduled {
             isDeliveryScheduled = true
             effects.delivery = delivery
-        }
-    }
-
-    // MARK: Effects (performed without the lock)
-
-    /// What a transition decided to do once the lock is released.
-    struct Effects {
-        var cancellations: [any APICancellable] = []
-        var observations: [(@Sendable (AnyAPITask.Observation) -> Void, AnyAPITask.Observation)] = []
-        var starts: [StartTrampoline.Start] = []
-        var retries: [(AnyAPITask, Int, TimeInterval)] = []
-        var deadlines: [(AnyAPITask, TimeInterval)] = []
-        var delivery: APIDelivery?
-
-        func performCancellationsAndCompletions() {
-            for cancellable in cancellations { cancellable.cancel() }
-            for (observer, observation) in observations { observer(observation) }
-        }
-    }
-
-    private func perform(_ effects: Effects) {
-        effects.performCancellationsAndCompletions()
-        for (task, deadline) in effects.deadlines {
-            let timer = clock.schedule(after: deadline) { [weak self] in self?.deadlineFired(task, deadline: deadline) }
-            store(timer, in: task, as: \.deadlineTimer) { $0.phase != .ended }
-        }
-        for (task, attempt, delay) in effects.retries {
-            let timer = clock.schedule(after: delay) { [weak self] in self?.retryTimerFired(task, attempt: attempt) }
-            store(timer, in: task, as: \.retryTimer) { $0.phase == .waitingForRetry && $0.attemptNumber == attempt }
-        }
-        if !effects.starts.isEmpty {
-            StartTrampoline.perform(effects.starts)
-        }
-        switch effects.delivery {
-        case .queue(let queue)?: queue.async { self.deliverEvents() }
-        case .immediate?: deliverEvents()
-        case nil: break
-        }
-    }
-
-    /// Keeps a timer on the task if it is still needed, else cancels it.
-    private func store(
-        _ timer: any APICancellable, in task: AnyAPITask,
-        as keyPath: ReferenceWritableKeyPath<AnyAPITask, (any APICancellable)?>,
-        if stillNeeded: (AnyAPITask) -> Bool
-    ) {
-        lock.lock()
-        if stillNeeded(task) {
-            task[keyPath: keyPath] = timer
-            lock.unlock()
-        } else {
-            lock.unlock()
-            timer.cancel()
-        }
-    }
-
-    /// Delivers queued events until none are left. Only one thread delivers at a time.
-    private func deliverEvents() {
-        var batch: [(AnyAPITask, AnyAPITask.Event)] = []
-        while true {
-            lock.lock()
-            if outbox.isEmpty {
-                isDeliveryScheduled = false
-                lock.unlock()
-                return
-            }
-            swap(&batch, &outbox)
-            lock.unlock()
-            for (task, event) in batch {
-                task.deliver(event)
-            }
-            batch.removeAll(keepingCapacity: true)
         }
     }
 }
