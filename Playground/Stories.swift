@@ -9,6 +9,7 @@ struct StoryRequest: APIRequest {
     let path: String
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var retryPolicy: APIRetryPolicy?
+    var cacheOption: APICacheOption = .networkOnly
 }
 
 final class StoryAPI: APIManager {
@@ -52,7 +53,14 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
         let status = (response as? APIRawResponse)?.statusCode ?? 0
-        log(task, "ends: \(status)")
+        switch task.responseSource {
+        case .cache?: log(task, "ends: \(status) from the cache, nothing sent")
+        case .revalidated?: log(task, "ends: \(status) from the cache, confirmed by a 304")
+        default: log(task, "ends: \(status)")
+        }
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse) {
+        log(task, "shows the cached copy at once")
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {
         switch error {
@@ -75,16 +83,21 @@ struct Stage {
         backend = MockTransport(clock: clock)
         api = StoryAPI(
             engine: APIEngine(
-                transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate))
+                transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate,
+                cache: APIResponseCache(disk: nil, clock: clock)))
         timeline = Timeline(clock: clock)
         api.delegate = timeline
     }
 
     @discardableResult
-    func send(_ label: String, _ path: String, _ policy: APIConcurrencyPolicy = .default, retry: APIRetryPolicy? = nil)
-        -> APITask<StoryRequest>
-    {
-        api.send(StoryRequest(label: label, url: baseURL, path: path, concurrencyPolicy: policy, retryPolicy: retry))
+    func send(
+        _ label: String, _ path: String, _ policy: APIConcurrencyPolicy = .default, retry: APIRetryPolicy? = nil,
+        cache: APICacheOption = .networkOnly
+    ) -> APITask<StoryRequest> {
+        api.send(
+            StoryRequest(
+                label: label, url: baseURL, path: path, concurrencyPolicy: policy, retryPolicy: retry,
+                cacheOption: cache))
     }
 
     /// Moves virtual time to `seconds` after the story began.
@@ -125,7 +138,7 @@ struct Story: Sendable {
     let title: String
     let run: @Sendable () -> Void
 
-    static let all: [Story] = [cart, search, refresh, detail, flaky]
+    static let all: [Story] = [cart, search, refresh, detail, flaky, cache]
 
     static let cart = Story(
         name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)"
@@ -183,5 +196,20 @@ struct Story: Sendable {
             MockTransport.Reply.status(200).after(0.1))
         stage.send("flaky GET", "/flaky", retry: APIRetryPolicy(maxAttempts: 4, baseDelay: 0.4))
         stage.at(5)
+    }
+
+    static let cache = Story(name: "cache", title: "Cached feed: stored, shown at once, revalidated (cache options)") {
+        let stage = Stage()
+        stage.backend.stub(
+            nil, "/feed", MockTransport.Reply.status(200, headers: ["ETag": "\"v1\""]).after(0.3),
+            MockTransport.Reply.status(304, headers: ["ETag": "\"v1\""]).after(0.3))
+        stage.send("load feed", "/feed", cache: .networkOnly)
+        stage.at(1)
+        stage.send("reopen feed", "/feed", cache: .both)
+        stage.at(2)
+        stage.send("offline feed", "/feed", cache: .cacheOnly)
+        stage.at(3)
+        stage.send("feed < 10 s old", "/feed", cache: .fresh(maxAge: 10))
+        stage.at(4)
     }
 }

@@ -7,9 +7,22 @@ cd "$(dirname "$0")/.."
 echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Package.swift
 
-echo "== Playground: build, run every story, reject an unknown argument"
+echo "== Playground: build, run every story and check its timeline, reject an unknown argument"
 swift build --product Playground
-swift run --skip-build Playground > /dev/null
+playground_output=$(swift run --skip-build Playground)
+# Each story must show its point in the timeline.
+for expected in \
+    "update quantity    starts" \
+    'search "swift"     ends: 200' \
+    "pull 2             ignored" \
+    "open item 3        starts" \
+    "flaky GET          starts attempt 3" \
+    "reopen feed        shows the cached copy at once"; do
+    if ! grep -qF "$expected" <<< "$playground_output"; then
+        echo "Playground output lacks: $expected" >&2
+        exit 1
+    fi
+done
 if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1
