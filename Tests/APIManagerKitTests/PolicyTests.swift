@@ -220,4 +220,43 @@ struct PolicyTests {
         #expect(search.attemptCount == 2)
         #expect(sibling.state.name == "running")
     }
+
+    @Test func ignoreCurrentIsIgnoredWhileALineWaits() {
+        let h = Harness()
+        h.send(TestRequest("/held", .waitUntilDone))
+        let waiting = h.send(TestRequest("/held", .waitUntilDone))
+        let pull = h.send(TestRequest("/held", .ignoreCurrent))
+        #expect(waiting.state.name == "waiting")
+        #expect(pull.state.name == "ignored")
+    }
+
+    @Test func thePolicyAndScopeAreReadOnceWhenTheTaskIsSent() {
+        let h = Harness()
+        let reads = Locked(0)
+        let request = FickleRequest(reads: reads)
+        let manager = FickleManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let task = manager.send(request)
+        h.transport.releaseAll()
+        #expect(task.concurrencyPolicy == .waitUntilDone)
+        #expect(reads.withLock { $0 } == 1)
+    }
+}
+
+/// A request whose policy changes every time it is read.
+struct FickleRequest: APIRequest {
+    let reads: Locked<Int>
+    var url: URL { testBaseURL.appendingPathComponent("held") }
+    var concurrencyPolicy: APIConcurrencyPolicy {
+        reads.withLock {
+            $0 += 1
+            return $0 == 1 ? .waitUntilDone : .cancelOthers
+        }
+    }
+}
+
+final class FickleManager: APIManager {
+    typealias Request = FickleRequest
+    typealias Response = Echo
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
 }

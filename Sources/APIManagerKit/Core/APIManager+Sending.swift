@@ -85,7 +85,8 @@ extension APIManager {
         }
     }
 
-    /// The tasks in flight (waiting, running or waiting for a retry), each scope in send order.
+    /// The tasks in flight: for each scope, its running tasks (including those waiting for a retry),
+    /// then its waiting line from head to tail.
     public var inFlightTasks: [APITask<Request>] {
         engine.inFlightTasks().compactMap { $0 as? APITask<Request> }
     }

@@ -51,13 +51,16 @@ enum StartTrampoline {
         }
         context.isRunning = true
         defer { context.isRunning = false }
-        var batch = starts
-        while !batch.isEmpty {
+        for start in starts {
+            start.engine.performStart(start.task, attempt: start.attempt)
+        }
+        var batch: [Start] = []
+        while !context.pending.isEmpty {
+            swap(&batch, &context.pending)
             for start in batch {
                 start.engine.performStart(start.task, attempt: start.attempt)
             }
             batch.removeAll(keepingCapacity: true)
-            swap(&batch, &context.pending)
         }
     }
 }

@@ -205,7 +205,7 @@ public final class APIEngine: @unchecked Sendable {
         perform(effects)
     }
 
-    /// The in-flight tasks, in no particular order across scopes, each scope's in send order.
+    /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
     func inFlightTasks() -> [AnyAPITask] {
         lock.withLock { allInFlightTasks() }
     }
