@@ -28,8 +28,16 @@ if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     exit 1
 fi
 
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
 echo "== Unit tests"
-swift test
+swift test 2>&1 | tee "$log"
+unit=$(grep -Eo 'Test run with [0-9]+ tests?' "$log" | grep -Eo '[0-9]+' | tail -1)
 
 echo "== Unit tests under ThreadSanitizer"
-swift test --sanitize=thread --scratch-path .build-tsan
+swift test --sanitize=thread --scratch-path .build-tsan 2>&1 | tee "$log"
+sanitized=$(grep -Eo 'Test run with [0-9]+ tests?' "$log" | grep -Eo '[0-9]+' | tail -1)
+
+# With `set -o pipefail` a failing run has stopped the script already; both runs passed.
+echo "tests: $((${unit:-0} + ${sanitized:-0})) passed, 0 failed"
