@@ -145,9 +145,9 @@ struct DelegateTests {
             engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
         let waiting = manager?.send(TestRequest("/held", .waitUntilDone))
         let queued = manager?.send(TestRequest("/held", .waitUntilDone))
-        weak let weakEngine = manager?.engine
+        let engineReference = WeakReference(manager?.engine)
         manager = nil
-        #expect(weakEngine == nil)
+        #expect(engineReference.object == nil)
         #expect(waiting?.state.name == "cancelled(managerReleased)")
         #expect(queued?.state.name == "cancelled(managerReleased)")
         #expect(transport.cancelledRequests.count == 1)
@@ -189,3 +189,9 @@ final class SigningManager: APIManager {
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+
+/// Holds an object weakly, to check that it was released.
+final class WeakReference<Object: AnyObject> {
+    weak var object: Object?
+    init(_ object: Object?) { self.object = object }
+}
