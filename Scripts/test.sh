@@ -28,6 +28,9 @@ if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     exit 1
 fi
 
+echo "== Benchmarks: build only, so they keep compiling (run them as README.md says)"
+swift build --package-path Benchmarks
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
