@@ -36,14 +36,12 @@ struct ResponseTests {
         return api.send(TestRequest("/weather")).state
     }
 
-    @Test func anEnvelopeWithCodeZeroBuildsTheResponse() {
+    @Test func anEnvelopeWithCodeZeroBuildsTheResponse() async throws {
         let h = Harness()
         h.transport.stub(nil, "/weather", .json(#"{"code":0,"message":"ok","result":{"city":"Lisbon"}}"#))
         let api = WeatherAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
-        let received = Locked<String?>(nil)
-        let task = api.send(TestRequest("/weather"))
-        _ = received
-        #expect(task.state.name == "finished")
+        let weather = try await api.response(for: TestRequest("/weather"))
+        #expect(weather.city == "Lisbon")
     }
 
     @Test func anEnvelopeThatItsInitializerRejectsFailsAsRejected() {
