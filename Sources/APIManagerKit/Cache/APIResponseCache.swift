@@ -94,11 +94,12 @@ public final class APIResponseCache: @unchecked Sendable {
         var tier = DiskCacheTier(directory: directory, budget: disk.budget, maxAge: disk.maxAge)
         let now = clock.date
         var expired: [String] = []
-        let files = DiskCacheTier.scan(directory).sorted { $0.modified > $1.modified }
-        for file in files {
+        var live: [String] = []  // newest first
+        for file in DiskCacheTier.scan(directory).sorted(by: { $0.modified > $1.modified }) {
             if now.timeIntervalSince(file.modified) > disk.maxAge {
                 expired.append(file.slot)
             } else {
+                live.append(file.slot)
                 tier.recordUse(ofSlot: file.slot, size: file.size, at: file.modified)
             }
         }
@@ -107,7 +108,7 @@ public final class APIResponseCache: @unchecked Sendable {
             try? FileManager.default.removeItem(at: tier.fileURL(forSlot: slot))
         }
         if disk.warmsMemory {
-            warmMemory(from: files.filter { !expired.contains($0.slot) }.map(\.slot), tier: tier)
+            warmMemory(from: live, tier: tier)
         }
         evictFromDisk()
     }
@@ -275,7 +276,7 @@ public final class APIResponseCache: @unchecked Sendable {
         guard let directory else { return }
         for file in DiskCacheTier.scan(directory) {
             try? FileManager.default.removeItem(
-                at: directory.appendingPathComponent(file.slot).appendingPathExtension(DiskCacheTier.fileExtension))
+                at: DiskCacheTier.fileURL(in: directory, slot: file.slot))
         }
     }
 
@@ -293,7 +294,7 @@ public final class APIResponseCache: @unchecked Sendable {
         guard let directory, !victims.isEmpty else { return }
         for slot in victims {
             try? FileManager.default.removeItem(
-                at: directory.appendingPathComponent(slot).appendingPathExtension(DiskCacheTier.fileExtension))
+                at: DiskCacheTier.fileURL(in: directory, slot: slot))
         }
         emit(victims.map { .evictedFile(slot: $0) })
     }

@@ -41,7 +41,11 @@ struct DiskCacheTier {
     }
 
     func fileURL(forSlot slot: String) -> URL {
-        directory.appendingPathComponent(slot).appendingPathExtension(Self.fileExtension)
+        Self.fileURL(in: directory, slot: slot)
+    }
+
+    static func fileURL(in directory: URL, slot: String) -> URL {
+        directory.appendingPathComponent(slot).appendingPathExtension(fileExtension)
     }
 
     // MARK: Index (called under the cache's lock)

@@ -264,6 +264,8 @@ public final class APIEngine: @unchecked Sendable {
     private func attemptCompleted(
         _ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>, cache context: CacheContext?
     ) {
+        // A cheap check first, so a late answer never runs the manager's hooks; the transition below
+        // checks again under the lock, since the task may end while the hooks run.
         guard isCurrent(task, attempt: attempt) else { return }
         var outcome: Result<any Sendable, APIError>
         var source = APIResponseSource.network
