@@ -100,7 +100,7 @@ func describe(_ error: APIError) -> String {
     case .timedOut: return "timedOut"
     case .transport(let error): return "transport(\((error as? URLError)?.code.rawValue ?? -1))"
     case .invalidRequest: return "invalidRequest"
-    case .unacceptableStatus(let response): return "status(\(response.statusCode))"
+    case .unacceptableStatus(let response, _): return "status(\(response.statusCode))"
     case .decoding: return "decoding"
     case .rejected: return "rejected"
     }

@@ -109,27 +109,10 @@ struct DiskCacheTier {
     /// Writes an entry atomically (a new owner-only file, then `rename`); returns the file's size.
     static func write(_ entry: APICacheEntry, to url: URL) throws -> Int {
         let data = encode(entry)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".tmp-\(UUID().uuidString)").path
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard descriptor >= 0 else { throw CacheFileError.writeFailed(path: temporary, code: errno) }
-        var failure: Int32?
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Foundation.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        if close(descriptor) != 0, failure == nil { failure = errno }
-        if failure == nil, rename(temporary, url.path) != 0 { failure = errno }
-        if let failure {
-            unlink(temporary)
-            throw CacheFileError.writeFailed(path: url.path, code: failure)
+        do {
+            try OwnerOnlyFile.write(data, to: url)
+        } catch {
+            throw CacheFileError.writeFailed(path: url.path, code: error.code)
         }
         return data.count
     }

@@ -21,8 +21,10 @@ public enum APIError: Error, Sendable {
     /// a hook that threw.
     case invalidRequest(reason: String, underlying: (any Error)? = nil)
     /// The server answered with a status the request does not accept. The raw response keeps the
-    /// status, headers and body.
-    case unacceptableStatus(APIRawResponse)
+    /// status, headers and body; `message` is what the manager's ``APIManager/errorMessage(in:)``
+    /// found in the body (by default `message`, `msg`, `error`, `err`, `error_description` or
+    /// `errors[0].message`).
+    case unacceptableStatus(APIRawResponse, message: String? = nil)
     /// The body could not be decoded into the response type. Never retried.
     case decoding(underlying: any Error, response: APIRawResponse)
     /// The response type's initializer rejected an otherwise well-formed response (for example an
@@ -67,11 +69,17 @@ extension APIError {
     /// The raw response, when the failure came with one.
     public var response: APIRawResponse? {
         switch self {
-        case .unacceptableStatus(let response), .decoding(_, let response), .rejected(_, let response):
+        case .unacceptableStatus(let response, _), .decoding(_, let response), .rejected(_, let response):
             return response
         default:
             return nil
         }
+    }
+
+    /// The server's own explanation of an unacceptable status, when its body had one.
+    public var serverMessage: String? {
+        if case .unacceptableStatus(_, let message) = self { return message }
+        return nil
     }
 
     /// The HTTP status code, when the failure came with a response.
@@ -113,17 +121,53 @@ extension APIError: LocalizedError, CustomStringConvertible {
         case .timedOut(let deadline, let attempts):
             return
                 "The request did not finish within its deadline of \(deadline) s (\(attempts) attempt\(attempts == 1 ? "" : "s"))."
+        case .transport(let error as URLError):
+            return
+                "The request failed to reach the server: \(error.localizedDescription) (URLError \(error.code.rawValue))."
         case .transport(let error):
             return "The request failed to reach the server: \(error.localizedDescription)"
         case .invalidRequest(let reason, let error):
             return "The request is invalid: \(reason)" + (error.map { " (\($0))" } ?? "")
-        case .unacceptableStatus(let response):
-            return "The server answered with unacceptable status \(response.statusCode)."
+        case .unacceptableStatus(let response, let message):
+            let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
+            return "The server answered \(response.statusCode) (\(reason))" + (message.map { ": \($0)" } ?? ".")
         case .decoding(let error, let response):
+            let detail = (error as? DecodingError).map(Self.describe) ?? "\(error)"
             return
-                "The response (status \(response.statusCode), \(response.body.count) bytes) could not be decoded: \(error)"
+                "The response (status \(response.statusCode), \(response.body.count) bytes) could not be decoded: \(detail)"
         case .rejected(let error, let response):
             return "The response (status \(response.statusCode)) was rejected: \(error)"
+        }
+    }
+}
+
+extension APIError {
+    /// "at data.items[0].name: expected Int, found a string" style text for a decoding error.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            guard !keys.isEmpty else { return "the top level" }
+            var text = ""
+            for key in keys {
+                if let index = key.intValue, key.stringValue == String(index) || key.stringValue.hasPrefix("Index ") {
+                    text += "[\(index)]"
+                } else {
+                    text += (text.isEmpty ? "" : ".") + key.stringValue
+                }
+            }
+            return text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "at \(path(context.codingPath)): the key \"\(key.stringValue)\" is missing"
+        case .valueNotFound(let type, let context):
+            return
+                "at \(path(context.codingPath)): expected \(type), found null or nothing (\(context.debugDescription))"
+        case .typeMismatch(let type, let context):
+            return "at \(path(context.codingPath)): expected \(type) (\(context.debugDescription))"
+        case .dataCorrupted(let context):
+            return "at \(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
         }
     }
 }

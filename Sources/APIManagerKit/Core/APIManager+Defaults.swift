@@ -6,14 +6,22 @@ import FoundationNetworking
 
 extension APIManager {
     public func urlRequest(for task: APITask<Request>) throws -> URLRequest {
-        try task.request.makeURLRequest()
+        var request = try task.request.makeURLRequest()
+        if let accept = Response.acceptedContentType, request.value(forHTTPHeaderField: "Accept") == nil {
+            request.setValue(accept, forHTTPHeaderField: "Accept")
+        }
+        return request
     }
 
     public func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response {
         guard task.request.acceptableStatusCodes.contains(raw.statusCode) else {
-            throw APIError.unacceptableStatus(raw)
+            throw APIError.unacceptableStatus(raw, message: errorMessage(in: raw))
         }
         return try Response(from: raw)
+    }
+
+    public func errorMessage(in response: APIRawResponse) -> String? {
+        APIServerMessage.find(in: response)
     }
 
     public func retryDelay(for task: APITask<Request>, afterAttempt attempt: Int, error: APIError) -> TimeInterval? {

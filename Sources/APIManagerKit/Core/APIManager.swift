@@ -31,15 +31,20 @@ public protocol APIManager: AnyObject, Sendable {
     /// `let engine = APIEngine()`.
     var engine: APIEngine { get }
 
-    /// Builds the `URLRequest` for an attempt. Defaults to ``APIRequest/makeURLRequest()``.
+    /// Builds the `URLRequest` for an attempt. Defaults to ``APIRequest/makeURLRequest()``, plus an
+    /// `Accept` header from ``APIResponse/acceptedContentType`` unless the request names one.
     /// An error thrown here fails the attempt with ``APIError/invalidRequest(reason:underlying:)``
     /// (an `APIError` is passed through as it is).
     func urlRequest(for task: APITask<Request>) throws -> URLRequest
 
     /// Builds the typed response. Defaults to checking the status against
-    /// ``APIRequest/acceptableStatusCodes`` (``APIError/unacceptableStatus(_:)`` otherwise), then
-    /// `Response(from:)`.
+    /// ``APIRequest/acceptableStatusCodes`` (``APIError/unacceptableStatus(_:message:)`` with
+    /// ``errorMessage(in:)`` otherwise), then `Response(from:)`.
     func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response
+
+    /// The server's explanation in a response whose status is unacceptable (SwiftConnect's
+    /// `ErrorHandler`, APIKit's `errorFromObject`). Defaults to ``APIServerMessage/find(in:keys:)``.
+    func errorMessage(in response: APIRawResponse) -> String?
 
     /// The delay before retrying after attempt `attempt` failed with `error`, or `nil` to give up
     /// (the seed's `delayIntervalForRetryAt`). Defaults to the request's ``APIRequest/retryPolicy``

@@ -15,14 +15,26 @@ import FoundationNetworking
 public protocol APIRequest: Sendable {
     /// The endpoint's URL, or its base URL when ``path`` is not empty.
     var url: URL { get }
-    /// A path appended to ``url``. `""` unless overridden.
+    /// A path appended to ``url``, with `{name}` templates filled from ``parameters``. `""` unless
+    /// overridden.
     var path: String { get }
     /// The HTTP method. `.get` unless overridden.
     var method: HTTPMethod { get }
     /// Extra request headers. Empty unless overridden.
     var headers: [String: String] { get }
-    /// The request body. `nil` unless overridden.
+    /// The parameters: path template values, query, body (see ``APIParameters``). Empty unless
+    /// overridden; an `Encodable` request is its own parameters (``APIParameters/encoding(_:encoder:)``).
+    var parameters: APIParameters { get }
+    /// How parameters placed in the body by method are encoded. `.json` unless overridden.
+    var bodyEncoding: APIBodyEncoding { get }
+    /// How query parameters are written. `.default` (brackets, `true`/`false`, nulls dropped) unless
+    /// overridden.
+    var queryEncoding: APIQueryEncoding { get }
+    /// A raw request body, for bodies built by hand. `nil` unless overridden; it cannot be combined
+    /// with body parameters.
     var body: APIRequestBody? { get }
+    /// Credentials sent with this request. `nil` unless overridden.
+    var authorization: APIAuthorization? { get }
     /// How long one attempt may wait for data before the transport gives up, in seconds.
     /// `60` unless overridden.
     var timeout: TimeInterval { get }
@@ -50,13 +62,22 @@ public protocol APIRequest: Sendable {
     /// Whether a response to a request that carries credentials (`Authorization`,
     /// `Proxy-Authorization` or `Cookie`) may be stored. `false` unless overridden.
     var cachesAuthenticatedResponses: Bool { get }
+
+    /// Adjusts the final `URLRequest` (APIKit's `configureURLRequest`): the last step of
+    /// ``makeURLRequest()``. Does nothing unless implemented. An error thrown here fails the attempt
+    /// with ``APIError/invalidRequest(reason:underlying:)`` carrying it.
+    func configure(_ urlRequest: inout URLRequest) throws
 }
 
 extension APIRequest {
     public var path: String { "" }
     public var method: HTTPMethod { .get }
     public var headers: [String: String] { [:] }
+    public var parameters: APIParameters { .none }
+    public var bodyEncoding: APIBodyEncoding { .json }
+    public var queryEncoding: APIQueryEncoding { .default }
     public var body: APIRequestBody? { nil }
+    public var authorization: APIAuthorization? { nil }
     public var timeout: TimeInterval { 60 }
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
     public var concurrencyScope: String? { nil }
@@ -67,41 +88,14 @@ extension APIRequest {
     public var shouldSaveInCache: Bool { true }
     public var cachePartition: String? { nil }
     public var cachesAuthenticatedResponses: Bool { false }
+    public func configure(_ urlRequest: inout URLRequest) throws {}
+}
 
-    /// ``url`` with ``path`` appended, one slash between them.
-    ///
-    /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` when the result is not a valid URL.
-    public func resolvedURL() throws(APIError) -> URL {
-        guard !path.isEmpty else { return url }
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
-            throw .invalidRequest(reason: "base URL \(url.absoluteString) cannot be parsed")
-        }
-        let base = components.percentEncodedPath
-        let suffix = path.hasPrefix("/") ? String(path.dropFirst()) : path
-        let encodedSuffix = suffix.addingPercentEncoding(withAllowedCharacters: .apiPathAllowed) ?? suffix
-        components.percentEncodedPath = (base.hasSuffix("/") ? base : base + "/") + encodedSuffix
-        guard let joined = components.url else {
-            throw .invalidRequest(reason: "path \"\(path)\" does not form a valid URL with \(url.absoluteString)")
-        }
-        return joined
-    }
-
-    /// The `URLRequest` the default ``APIManager/urlRequest(for:)`` sends: resolved URL, method,
-    /// headers, timeout and body (whose content type is set unless a header already names one).
-    public func makeURLRequest() throws(APIError) -> URLRequest {
-        var request = URLRequest(url: try resolvedURL(), timeoutInterval: timeout)
-        request.httpMethod = method.rawValue
-        for (name, value) in headers {
-            request.setValue(value, forHTTPHeaderField: name)
-        }
-        if let body {
-            request.httpBody = body.data
-            if let contentType = body.contentType, request.value(forHTTPHeaderField: "Content-Type") == nil {
-                request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-            }
-        }
-        return request
-    }
+extension APIRequest where Self: Encodable {
+    /// An `Encodable` request is its own parameters, placed by method (Packer's idea). Keep the
+    /// URL and other settings out of the encoded properties: make them computed properties, or list
+    /// the parameter keys in `CodingKeys`.
+    public var parameters: APIParameters { .encoding(self) }
 }
 
 /// A request body: bytes and the media type that describes them.

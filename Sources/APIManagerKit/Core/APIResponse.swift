@@ -13,14 +13,37 @@ import Foundation
 public protocol APIResponse: Sendable {
     /// Builds the response from a raw response whose status the request accepts.
     init(from raw: APIRawResponse) throws
+
+    /// Sent as `Accept` unless the request's headers name one. `nil` (no header) unless overridden;
+    /// `"application/json"` for `Decodable` and envelope responses.
+    static var acceptedContentType: String? { get }
+    /// The decoder the `Decodable` default uses. A new `JSONDecoder()` unless overridden.
+    static var decoder: JSONDecoder { get }
+    /// Where the `Decodable` default finds the value in the JSON body: dot-separated keys, with
+    /// numbers indexing arrays (`"data.items"`, `"items.0.name"`). `nil` (the whole body) unless
+    /// overridden.
+    static var keyPath: String? { get }
+}
+
+extension APIResponse {
+    public static var acceptedContentType: String? { nil }
+    public static var decoder: JSONDecoder { JSONDecoder() }
+    public static var keyPath: String? { nil }
 }
 
 extension APIResponse where Self: Decodable {
-    /// Decodes the body as JSON with a default `JSONDecoder`; an empty body decodes as `{}` so that a
-    /// type whose properties are all optional accepts a `204 No Content`.
+    public static var acceptedContentType: String? { "application/json" }
+
+    /// Decodes the JSON body with ``decoder``, at ``keyPath`` if set. An empty body decodes as `{}`
+    /// so that a type whose properties are all optional accepts a `204 No Content`. A failure throws
+    /// the decoder's `DecodingError`, whose coding path starts at the body's root.
     public init(from raw: APIRawResponse) throws {
         let body = raw.body.isEmpty ? Data("{}".utf8) : raw.body
-        self = try JSONDecoder().decode(Self.self, from: body)
+        if let keyPath = Self.keyPath, !keyPath.isEmpty {
+            self = try Self.decoder.decode(KeyPathDecoded<Self>.self, from: body).value
+        } else {
+            self = try Self.decoder.decode(Self.self, from: body)
+        }
     }
 }
 
@@ -66,6 +89,7 @@ public struct APIEnvelopeError: Error, Sendable, Hashable, CustomStringConvertib
 }
 
 extension APIEnvelopeResponse {
+    public static var acceptedContentType: String? { "application/json" }
     public static var codeKey: String { "code" }
     public static var messageKey: String { "message" }
     public static var resultKey: String { "result" }
@@ -95,19 +119,11 @@ extension APIEnvelopeResponse {
             code = Int(string) ?? 0
         default:
             throw DecodingError.keyNotFound(
-                EnvelopeKey(Self.codeKey),
+                AnyKey(stringValue: Self.codeKey),
                 .init(codingPath: [], debugDescription: "The envelope has no integer \"\(Self.codeKey)\"."))
         }
         let message = dictionary[Self.messageKey] as? String ?? ""
         let result = dictionary[Self.resultKey].flatMap { $0 is NSNull ? nil : $0 }
         try self.init(code: code, message: message, result: result)
     }
-}
-
-private struct EnvelopeKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ string: String) { stringValue = string }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
 }

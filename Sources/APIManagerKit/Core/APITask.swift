@@ -93,6 +93,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         var storesAuthenticated: Bool
     }
     let cacheSettings: CacheSettings
+    /// Header names that carry this request's credentials beyond the standard ones (a custom auth
+    /// header): redacted, and dropped on a redirect to another origin.
+    let sensitiveHeaders: Set<String>
     enum Membership { case none, started, startedFromLine, line }
     enum AttemptProgress {
         case idle
@@ -106,9 +109,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
-        cacheSettings: CacheSettings, engine: APIEngine
+        cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, engine: APIEngine
     ) {
         self.identifier = identifier
+        self.sensitiveHeaders = sensitiveHeaders
         self.cacheSettings = cacheSettings
         self.concurrencyPolicy = policy
         self.concurrencyScope = scope
@@ -205,6 +209,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,
                 storesAuthenticated: request.cachesAuthenticatedResponses),
+            sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
             engine: engine)
     }
 }

@@ -26,5 +26,14 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
         }
     }
 
+    /// Whether ``APIRequest/parameters`` placed by method go in the query (GET, HEAD and DELETE,
+    /// APIKit's rule) rather than the body (every other method).
+    public var putsParametersInQuery: Bool {
+        switch self {
+        case .get, .head, .delete: return true
+        default: return false
+        }
+    }
+
     public var description: String { rawValue }
 }

@@ -76,7 +76,7 @@ public struct APIRetryPolicy: Sendable, Hashable {
     public func isRetryable(_ error: APIError, method: HTTPMethod) -> Bool {
         guard method.isIdempotent || retriesNonIdempotentRequests else { return false }
         switch error {
-        case .unacceptableStatus(let response):
+        case .unacceptableStatus(let response, _):
             return retryableStatusCodes.contains(response.statusCode)
         case .transport(let underlying):
             guard let urlError = underlying as? URLError else { return false }
@@ -95,7 +95,7 @@ public struct APIRetryPolicy: Sendable, Hashable {
         afterAttempt attempt: Int, error: APIError, method: HTTPMethod, randomUnit: Double, now: Date
     ) -> TimeInterval? {
         guard attempt >= 1, attempt < maxAttempts, isRetryable(error, method: method) else { return nil }
-        if honorsRetryAfter, case .unacceptableStatus(let response) = error,
+        if honorsRetryAfter, case .unacceptableStatus(let response, _) = error,
             response.statusCode == 429 || response.statusCode == 503,
             let header = response.value(forHeader: "Retry-After")
         {

@@ -27,17 +27,20 @@ extension APIEngine {
         }
     }
 
-    static let credentialHeaders = ["Authorization", "Proxy-Authorization", "Cookie"]
+    static let credentialHeaders: Set<String> = ["Authorization", "Proxy-Authorization", "Cookie"]
 
     /// Applies the task's cache option before an attempt: answers from the cache (returning `nil`),
     /// delivers a cached copy ahead of the network, adds conditional headers, and says how to treat
     /// the response.
     func consultCache(
-        _ cache: APIResponseCache, for task: AnyAPITask, attempt: Int, request: inout URLRequest
+        _ cache: APIResponseCache, for task: AnyAPITask, attempt: Int, request: inout URLRequest,
+        sensitiveHeaders: Set<String>
     ) -> CacheContext? {
         let settings = task.cacheSettings
         let key = APICacheKey(request: request, partition: settings.partition)
-        let carriesCredentials = Self.credentialHeaders.contains { request.value(forHTTPHeaderField: $0) != nil }
+        let carriesCredentials = Self.credentialHeaders.union(sensitiveHeaders).contains {
+            request.value(forHTTPHeaderField: $0) != nil
+        }
         let reasonNotToStore: String? =
             if !settings.shouldSave {
                 "the request opted out (shouldSaveInCache is false)"

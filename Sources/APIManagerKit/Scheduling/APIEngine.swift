@@ -26,10 +26,13 @@ public final class APIEngine: @unchecked Sendable {
     public let randomSource: any APIRandomSource
     /// The response cache requests read and fill through ``APIRequest/cacheOption``; `nil` for none.
     public let cache: APIResponseCache?
+    /// The auth headers captured from responses and sent back; `nil` for none.
+    public let persistedHeaders: APIPersistedHeaders?
 
     let lock = Lock()
 
     private var delivery: APIDelivery
+    private var monitor: (@Sendable (APIEvent) -> Void)?
     private weak var delegateObject: AnyObject?
     private var nextIdentifier: UInt64 = 0
     private var nextSequence: UInt64 = 0
@@ -44,18 +47,21 @@ public final class APIEngine: @unchecked Sendable {
     ///   - randomSource: the system's generator unless given.
     ///   - delivery: `.queue(.main)` unless given.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
+    ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
     public init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
         randomSource: any APIRandomSource = SystemRandomSource(),
         delivery: APIDelivery = .queue(.main),
-        cache: APIResponseCache? = nil
+        cache: APIResponseCache? = nil,
+        persistedHeaders: APIPersistedHeaders? = nil
     ) {
         self.transport = transport
         self.clock = clock
         self.randomSource = randomSource
         self.delivery = delivery
         self.cache = cache
+        self.persistedHeaders = persistedHeaders
     }
 
     deinit {
@@ -76,6 +82,14 @@ public final class APIEngine: @unchecked Sendable {
     public var eventDelivery: APIDelivery {
         get { lock.withLock { delivery } }
         set { lock.withLock { delivery = newValue } }
+    }
+
+    /// Told about every network attempt as it starts and ends, with timings (see ``APIEvent``);
+    /// `nil` unless set. Called on the thread that starts or completes the attempt, without any lock
+    /// held: keep it fast, and do not block in it.
+    public var eventMonitor: (@Sendable (APIEvent) -> Void)? {
+        get { lock.withLock { monitor } }
+        set { lock.withLock { monitor = newValue } }
     }
 
     /// The delegate, held weakly. Set it through ``APIManager/delegate``.
@@ -225,22 +239,50 @@ public final class APIEngine: @unchecked Sendable {
     /// Builds the request and hands it to the transport (after consulting the cache). Called without
     /// the lock, through the trampoline.
     func performStart(_ task: AnyAPITask, attempt: Int) {
+        let monitor = eventMonitor
         var urlRequest: URLRequest
         do {
             urlRequest = try task.makeURLRequest()
         } catch {
+            monitor?(
+                APIEvent(
+                    kind: .finished(.failure(error)), taskIdentifier: task.identifier, attempt: attempt, request: nil,
+                    duration: nil, sensitiveHeaders: []))
             attemptCompleted(task, attempt: attempt, result: .failure(error), cache: nil)
             return
         }
+        var sensitiveHeaders = task.sensitiveHeaders
+        if let persistedHeaders {
+            persistedHeaders.apply(to: &urlRequest)
+            sensitiveHeaders.formUnion(persistedHeaders.names)
+        }
         var cacheContext: CacheContext?
         if let cache {
-            cacheContext = consultCache(cache, for: task, attempt: attempt, request: &urlRequest)
+            cacheContext = consultCache(
+                cache, for: task, attempt: attempt, request: &urlRequest, sensitiveHeaders: sensitiveHeaders)
             if cacheContext == nil { return }  // answered from the cache
         }
         let context = cacheContext
-        let handle = transport.send(urlRequest) { [weak self] result in
-            self?.attemptCompleted(
-                task, attempt: attempt, result: result.mapError(APIError.wrapTransport), cache: context)
+        let sentRequest = urlRequest
+        let sensitive = sensitiveHeaders
+        monitor?(
+            APIEvent(
+                kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: sentRequest, duration: nil,
+                sensitiveHeaders: sensitive))
+        let startedAt = clock.now
+        let handle = transport.send(urlRequest, sensitiveHeaders: sensitiveHeaders) { [weak self] result in
+            guard let self else { return }
+            let result = result.mapError(APIError.wrapTransport)
+            if case .success(let raw) = result {
+                self.persistedHeaders?.capture(from: raw, requestURL: sentRequest.url)
+            }
+            if let monitor, self.isCurrent(task, attempt: attempt) {
+                monitor(
+                    APIEvent(
+                        kind: .finished(result), taskIdentifier: task.identifier, attempt: attempt,
+                        request: sentRequest, duration: self.clock.now - startedAt, sensitiveHeaders: sensitive))
+            }
+            self.attemptCompleted(task, attempt: attempt, result: result, cache: context)
         }
         lock.lock()
         guard task.attemptNumber == attempt else {

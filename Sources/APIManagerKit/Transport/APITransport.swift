@@ -15,4 +15,23 @@ public protocol APITransport: Sendable {
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable
+
+    /// Sends a request whose headers named in `sensitiveHeaders` (credentials: `Authorization`, a
+    /// custom auth header, persisted auth headers) must not follow a redirect to another origin.
+    /// Defaults to ``send(_:completion:)``, for transports that do not follow redirects themselves.
+    func send(
+        _ request: URLRequest,
+        sensitiveHeaders: Set<String>,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable
+}
+
+extension APITransport {
+    public func send(
+        _ request: URLRequest,
+        sensitiveHeaders: Set<String>,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        send(request, completion: completion)
+    }
 }

@@ -4,19 +4,30 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Sends requests with one `URLSession` of its own.
+/// Sends requests with one `URLSession` of its own, through a session delegate: connections are
+/// reused (keep-alive), each request's bytes are collected per task and released when it ends, and
+/// cancelling a task cancels its `URLSessionTask`.
+///
+/// Redirects are followed, but when one leaves the request's origin (scheme, host and port) the
+/// credential headers (`Authorization`, `Proxy-Authorization`, `Cookie` and any header the engine
+/// marks sensitive: a custom auth header, persisted auth headers) are removed first.
 public final class URLSessionTransport: APITransport {
     /// The transport managers use unless given another, with an ephemeral configuration.
     public static let shared = URLSessionTransport()
 
+    /// The session; its delegate belongs to the transport.
     public let session: URLSession
+    private let delegate: SessionDelegate
 
     /// - Parameter configuration: `.ephemeral` unless given (no shared cookies or URL cache).
     public init(configuration: URLSessionConfiguration = .ephemeral) {
-        session = URLSession(configuration: configuration)
+        delegate = SessionDelegate()
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
     deinit {
+        // The session holds its delegate until it is invalidated; this ends that cycle once the
+        // requests in flight have finished.
         session.finishTasksAndInvalidate()
     }
 
@@ -24,25 +35,125 @@ public final class URLSessionTransport: APITransport {
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
-        let task = session.dataTask(with: request) { data, response, error in
-            if let error {
-                completion(.failure(error))
-                return
-            }
-            guard let http = response as? HTTPURLResponse else {
-                completion(.failure(URLError(.badServerResponse)))
-                return
-            }
-            var headers: [String: String] = [:]
-            for (key, value) in http.allHeaderFields {
-                headers[String(describing: key)] = String(describing: value)
-            }
-            completion(
-                .success(
-                    APIRawResponse(statusCode: http.statusCode, headers: headers, body: data ?? Data(), url: http.url)))
-        }
+        send(request, sensitiveHeaders: [], completion: completion)
+    }
+
+    public func send(
+        _ request: URLRequest,
+        sensitiveHeaders: Set<String>,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        let task = session.dataTask(with: request)
+        delegate.register(
+            task, TaskRecord(origin: Origin(request.url), sensitiveHeaders: sensitiveHeaders, completion: completion))
         task.resume()
         return URLSessionTaskCancellable(task: task)
+    }
+
+    /// The number of requests whose delegate record is still held (for tests and leak checks).
+    public var requestsInFlight: Int { delegate.count }
+}
+
+/// Scheme, host and port: what a redirect must keep for credentials to follow it.
+struct Origin: Equatable {
+    let scheme: String
+    let host: String
+    let port: Int?
+
+    init?(_ url: URL?) {
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        self.scheme = scheme
+        self.host = host
+        self.port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
+    }
+}
+
+/// What the delegate keeps for one request while it runs.
+final class TaskRecord: @unchecked Sendable {
+    // @unchecked: `body` and `response` are touched only by the session's delegate queue, which is
+    // serial; the `let`s never change.
+    let origin: Origin?
+    let sensitiveHeaders: Set<String>
+    let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
+    var body = Data()
+
+    init(
+        origin: Origin?, sensitiveHeaders: Set<String>,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) {
+        self.origin = origin
+        self.sensitiveHeaders = sensitiveHeaders
+        self.completion = completion
+    }
+}
+
+final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `records` is read and written only while holding `lock`.
+    private let lock = Lock()
+    private var records: [Int: TaskRecord] = [:]
+
+    static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    var count: Int { lock.withLock { records.count } }
+
+    func register(_ task: URLSessionTask, _ record: TaskRecord) {
+        lock.withLock { records[task.taskIdentifier] = record }
+    }
+
+    private func record(for task: URLSessionTask) -> TaskRecord? {
+        lock.withLock { records[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        if let record = record(for: dataTask) {
+            let expected = response.expectedContentLength
+            // Reserve what the server announced (within reason), so a large body grows once.
+            record.body = Data(capacity: expected > 0 ? Int(min(expected, 64 << 20)) : 0)
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        record(for: dataTask)?.body.append(data)
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        guard let record = record(for: task), record.origin != Origin(request.url) else {
+            completionHandler(request)
+            return
+        }
+        var redirected = request
+        let sensitive = Self.credentialHeaders.union(record.sensitiveHeaders.map { $0.lowercased() })
+        for name in (redirected.allHTTPHeaderFields ?? [:]).keys where sensitive.contains(name.lowercased()) {
+            redirected.setValue(nil, forHTTPHeaderField: name)
+        }
+        completionHandler(redirected)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let record = lock.withLock({ records.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let error {
+            record.completion(.failure(error))
+            return
+        }
+        guard let http = task.response as? HTTPURLResponse else {
+            record.completion(.failure(URLError(.badServerResponse)))
+            return
+        }
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            headers[String(describing: key)] = String(describing: value)
+        }
+        let body = record.body
+        record.body = Data()
+        record.completion(
+            .success(APIRawResponse(statusCode: http.statusCode, headers: headers, body: body, url: http.url)))
     }
 }
 

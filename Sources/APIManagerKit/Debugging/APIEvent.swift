@@ -1,0 +1,72 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What the engine's ``APIEngine/eventMonitor`` is told about each network attempt, with timings:
+/// a line per event for a log, without subclassing anything.
+///
+/// ```swift
+/// manager.engine.eventMonitor = { event in print(event) }
+/// // → GET https://api.example.com/items?page=2 (task 7, attempt 1)
+/// // ← 200 GET https://api.example.com/items?page=2 in 42.1 ms, 1832 bytes (task 7, attempt 1)
+/// ```
+public struct APIEvent: Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// The request was handed to the transport.
+        case started
+        /// The attempt ended: a raw response (any status) or an error. Not sent for attempts whose
+        /// task ended first (cancelled, timed out): their answer is dropped.
+        case finished(Result<APIRawResponse, APIError>)
+    }
+
+    public let kind: Kind
+    /// The task's ``AnyAPITask/identifier``.
+    public let taskIdentifier: UInt64
+    /// The attempt's number, 1 for the first.
+    public let attempt: Int
+    /// The request as sent (headers included: redact with ``cURLDescription(revealingSecrets:)``);
+    /// `nil` when it could not be built.
+    public let request: URLRequest?
+    /// Seconds from handing the request to the transport to its answer; `nil` for `.started`.
+    public let duration: TimeInterval?
+    /// Header names treated as secrets for this request.
+    let sensitiveHeaders: Set<String>
+
+    init(
+        kind: Kind, taskIdentifier: UInt64, attempt: Int, request: URLRequest?, duration: TimeInterval?,
+        sensitiveHeaders: Set<String>
+    ) {
+        self.kind = kind
+        self.taskIdentifier = taskIdentifier
+        self.attempt = attempt
+        self.request = request
+        self.duration = duration
+        self.sensitiveHeaders = sensitiveHeaders
+    }
+
+    /// The request as a cURL command, secrets redacted unless `revealingSecrets` is `true`.
+    public func cURLDescription(revealingSecrets: Bool = false) -> String {
+        guard let request else { return "# the request could not be built" }
+        return request.cURLDescription(revealingSecrets: revealingSecrets, sensitiveHeaders: sensitiveHeaders)
+    }
+
+    public var description: String {
+        let method = request?.httpMethod ?? "?"
+        let url = request?.url.map { CURLCommand.redactedURL($0) } ?? "(no request)"
+        let suffix = "(task \(taskIdentifier), attempt \(attempt))"
+        switch kind {
+        case .started:
+            return "→ \(method) \(url) \(suffix)"
+        case .finished(let result):
+            let time = duration.map { String(format: " in %.1f ms", $0 * 1000) } ?? ""
+            switch result {
+            case .success(let response):
+                return "← \(response.statusCode) \(method) \(url)\(time), \(response.body.count) bytes \(suffix)"
+            case .failure(let error):
+                return "✕ \(method) \(url)\(time): \(error) \(suffix)"
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// How parameters are written as `name=value` pairs, in a query string or a form body.
+///
+/// Keys are sorted, so the same parameters always give the same URL (and the same cache key).
+/// Nested objects become `a[b]=c`; arrays follow ``arrays``; names and values are percent-encoded
+/// (everything but RFC 3986's unreserved characters).
+public struct APIQueryEncoding: Sendable, Hashable {
+    /// How an array is written.
+    public enum ArrayEncoding: Sendable, Hashable {
+        /// `tags[]=a&tags[]=b`. The default.
+        case brackets
+        /// `tags=a&tags=b`.
+        case repeatedKey
+        /// `tags[0]=a&tags[1]=b`.
+        case indexed
+    }
+
+    /// How a boolean is written.
+    public enum BoolEncoding: Sendable, Hashable {
+        /// `true` / `false`. The default.
+        case literal
+        /// `1` / `0`.
+        case numeric
+    }
+
+    /// How ``APIValue/null`` is written.
+    public enum NullEncoding: Sendable, Hashable {
+        /// The key is left out. The default.
+        case dropKey
+        /// `key=`: the key is kept with an empty value.
+        case emptyValue
+        /// `key`: the key alone, without `=`.
+        case keyOnly
+    }
+
+    /// `.brackets` unless set.
+    public var arrays: ArrayEncoding
+    /// `.literal` unless set.
+    public var bools: BoolEncoding
+    /// `.dropKey` unless set.
+    public var nulls: NullEncoding
+
+    public init(arrays: ArrayEncoding = .brackets, bools: BoolEncoding = .literal, nulls: NullEncoding = .dropKey) {
+        self.arrays = arrays
+        self.bools = bools
+        self.nulls = nulls
+    }
+
+    /// Brackets for arrays, `true`/`false`, nulls dropped.
+    public static let `default` = APIQueryEncoding()
+
+    /// The percent-encoded `name=value` pairs joined with `&`, keys sorted.
+    public func encode(_ parameters: [String: APIValue]) -> String {
+        var pairs: [String] = []
+        for key in parameters.keys.sorted() {
+            if let value = parameters[key] { append(value, named: key, to: &pairs) }
+        }
+        return pairs.joined(separator: "&")
+    }
+
+    private func append(_ value: APIValue, named name: String, to pairs: inout [String]) {
+        switch value {
+        case .object(let members):
+            for key in members.keys.sorted() {
+                if let member = members[key] { append(member, named: "\(name)[\(key)]", to: &pairs) }
+            }
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                let elementName: String
+                switch arrays {
+                case .brackets: elementName = "\(name)[]"
+                case .repeatedKey: elementName = name
+                case .indexed: elementName = "\(name)[\(index)]"
+                }
+                append(element, named: elementName, to: &pairs)
+            }
+        case .null:
+            switch nulls {
+            case .dropKey: break
+            case .emptyValue: pairs.append(Self.escape(name) + "=")
+            case .keyOnly: pairs.append(Self.escape(name))
+            }
+        case .bool(let bool) where bools == .numeric:
+            pairs.append(Self.escape(name) + "=" + (bool ? "1" : "0"))
+        case .string, .int, .double, .bool:
+            pairs.append(Self.escape(name) + "=" + Self.escape(value.scalarText ?? ""))
+        }
+    }
+
+    /// Percent-encodes everything but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`).
+    static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .apiUnreserved) ?? ""
+    }
+}
+
+extension CharacterSet {
+    /// RFC 3986 §2.3 unreserved characters.
+    static let apiUnreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}

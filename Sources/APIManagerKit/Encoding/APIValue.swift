@@ -1,0 +1,100 @@
+import Foundation
+
+/// A parameter value: what query strings, form bodies, JSON bodies and path templates are built from.
+///
+/// Write values as literals: `["q": "swift", "page": 2, "tags": ["a", "b"], "filter": ["min": 1]]`.
+/// An `Encodable` value converts with ``init(encoding:encoder:)``.
+public enum APIValue: Sendable, Hashable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case array([APIValue])
+    case object([String: APIValue])
+    /// An explicit null: `null` in JSON; in a query or form, what ``APIQueryEncoding/NullEncoding`` says
+    /// (dropped unless set otherwise).
+    case null
+
+    /// Converts an `Encodable` value through `encoder` (its key and date strategies apply).
+    ///
+    /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` when the value does not encode.
+    public init<Value: Encodable>(encoding value: Value, encoder: JSONEncoder = JSONEncoder()) throws(APIError) {
+        let data: Data
+        do {
+            data = try encoder.encode(value)
+        } catch {
+            throw .invalidRequest(reason: "\(Value.self) could not be encoded as parameters", underlying: error)
+        }
+        do {
+            self = try JSONDecoder().decode(APIValue.self, from: data)
+        } catch {
+            throw .invalidRequest(reason: "\(Value.self) did not encode to a JSON value", underlying: error)
+        }
+    }
+
+    /// The value as a query or path component: scalars only.
+    var scalarText: String? {
+        switch self {
+        case .string(let string): return string
+        case .int(let int): return String(int)
+        case .double(let double): return double.isFinite ? "\(double)" : nil
+        case .bool(let bool): return bool ? "true" : "false"
+        case .array, .object, .null: return nil
+        }
+    }
+
+    /// The object's members, when the value is an object.
+    var objectValue: [String: APIValue]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+}
+
+extension APIValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
+        } else if let int = try? container.decode(Int.self) {
+            self = .int(int)
+        } else if let double = try? container.decode(Double.self) {
+            self = .double(double)
+        } else if let string = try? container.decode(String.self) {
+            self = .string(string)
+        } else if let array = try? container.decode([APIValue].self) {
+            self = .array(array)
+        } else {
+            self = .object(try container.decode([String: APIValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let string): try container.encode(string)
+        case .int(let int): try container.encode(int)
+        case .double(let double): try container.encode(double)
+        case .bool(let bool): try container.encode(bool)
+        case .array(let array): try container.encode(array)
+        case .object(let object): try container.encode(object)
+        case .null: try container.encodeNil()
+        }
+    }
+}
+
+extension APIValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: APIValue...) { self = .array(elements) }
+    public init(nilLiteral: ()) { self = .null }
+    /// A later duplicate key replaces an earlier one.
+    public init(dictionaryLiteral elements: (String, APIValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Atomic writes of files only their owner may read: a new `0600` file, then `rename` over the target.
+enum OwnerOnlyFile {
+    struct WriteError: Error {
+        let path: String
+        /// The `errno` of the failing call.
+        let code: Int32
+    }
+
+    static func write(_ data: Data, to url: URL) throws(WriteError) {
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".tmp-\(UUID().uuidString)").path
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else { throw WriteError(path: temporary, code: errno) }
+        var failure: Int32?
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Foundation.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        if close(descriptor) != 0, failure == nil { failure = errno }
+        if failure == nil, rename(temporary, url.path) != 0 { failure = errno }
+        if let failure {
+            unlink(temporary)
+            throw WriteError(path: url.path, code: failure)
+        }
+    }
+}
