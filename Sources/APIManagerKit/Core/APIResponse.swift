@@ -55,6 +55,8 @@ public struct APIEmptyResponse: APIResponse, Hashable {
 
 /// The raw response itself, for endpoints that want the status, headers and bytes.
 extension APIRawResponse: APIResponse {
+    /// No `Accept` header: the raw response takes whatever comes.
+    public static var acceptedContentType: String? { nil }
     public init(from raw: APIRawResponse) throws { self = raw }
 }
 
