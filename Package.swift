@@ -21,6 +21,12 @@ let package = Package(
             name: "APIManagerKitTests",
             dependencies: ["APIManagerKit", "APIManagerKitTesting"]
         ),
+        // Runs against the real server Scripts/test.sh starts; skipped (and says so) without it.
+        .testTarget(
+            name: "APIManagerKitIntegrationTests",
+            dependencies: ["APIManagerKit"],
+            exclude: ["README.md"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

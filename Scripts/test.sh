@@ -32,11 +32,19 @@ echo "== Benchmarks: build only, so they keep compiling (run them as README.md s
 swift build --package-path Benchmarks
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; bash Scripts/integration-server.sh stop' EXIT
 
-echo "== Unit tests"
+echo "== Integration server: httpbin + fixtures under gunicorn on 127.0.0.1 (installed into .build-venv from PyPI)"
+eval "$(bash Scripts/integration-server.sh start)"
+echo "serving on $APIMANAGERKIT_TEST_SERVER and $APIMANAGERKIT_TEST_SERVER_2"
+
+echo "== Unit and integration tests"
 swift test 2>&1 | tee "$log"
 unit=$(grep -Eo 'Test run with [0-9]+ tests?' "$log" | grep -Eo '[0-9]+' | tail -1)
+if grep -q 'skipped: "APIMANAGERKIT_TEST_SERVER is not set' "$log"; then
+    echo "the integration suite was skipped although the server was started" >&2
+    exit 1
+fi
 
 echo "== Unit tests under ThreadSanitizer"
 swift test --sanitize=thread --scratch-path .build-tsan 2>&1 | tee "$log"

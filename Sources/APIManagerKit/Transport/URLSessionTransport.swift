@@ -8,6 +8,11 @@ import FoundationNetworking
 /// reused (keep-alive), each request's bytes are collected per task and released when it ends, and
 /// cancelling a task cancels its `URLSessionTask`.
 ///
+/// A request's `timeoutInterval` (``APIRequest/timeout``) is enforced here, as the longest the
+/// request may go without receiving anything; it then fails with `URLError(.timedOut)`. (The Linux
+/// URLSession ignores a request's own timeout and rounds the configuration's down to whole seconds;
+/// the configuration's `timeoutIntervalForRequest`, 60 s by default, still applies on top.)
+///
 /// Redirects are followed, but when one leaves the request's origin (scheme, host and port) the
 /// credential headers (`Authorization`, `Proxy-Authorization`, `Cookie` and any header the engine
 /// marks sensitive: a custom auth header, persisted auth headers) are removed first.
@@ -44,8 +49,9 @@ public final class URLSessionTransport: APITransport {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         let task = session.dataTask(with: request)
-        delegate.register(
-            task, TaskRecord(origin: Origin(request.url), sensitiveHeaders: sensitiveHeaders, completion: completion))
+        let record = TaskRecord(origin: Origin(request.url), sensitiveHeaders: sensitiveHeaders, completion: completion)
+        delegate.register(task, record)
+        delegate.armTimeout(for: task, record: record, interval: request.timeoutInterval)
         task.resume()
         return URLSessionTaskCancellable(task: task)
     }
@@ -70,12 +76,18 @@ struct Origin: Equatable {
 
 /// What the delegate keeps for one request while it runs.
 final class TaskRecord: @unchecked Sendable {
-    // @unchecked: `body` and `response` are touched only by the session's delegate queue, which is
-    // serial; the `let`s never change.
+    // @unchecked: `body` and `rejectedChallenge` are touched only by the session's delegate queue,
+    // which is serial; the `let`s never change.
     let origin: Origin?
     let sensitiveHeaders: Set<String>
     let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
     var body = Data()
+    /// An authentication challenge was rejected, so a cancellation that follows is the response.
+    var rejectedChallenge = false
+    // Guarded by the delegate's lock: the timeout timer runs on another queue.
+    var lastActivity = DispatchTime.now()
+    var timedOut = false
+    var timer: (any DispatchSourceTimer)?
 
     init(
         origin: Origin?, sensitiveHeaders: Set<String>,
@@ -104,11 +116,47 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         lock.withLock { records[task.taskIdentifier] }
     }
 
+    /// The record, its last activity set to now.
+    private func touch(_ task: URLSessionTask) -> TaskRecord? {
+        lock.withLock {
+            let record = records[task.taskIdentifier]
+            record?.lastActivity = .now()
+            return record
+        }
+    }
+
+    /// Cancels the task, as timed out, once it has received nothing for `interval` seconds.
+    func armTimeout(for task: URLSessionTask, record: TaskRecord, interval: TimeInterval) {
+        guard interval > 0, interval.isFinite else { return }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        let nanoseconds = UInt64(min(interval, 1e9) * 1e9)
+        timer.setEventHandler { [weak self, weak task, weak record] in
+            guard let self, let task, let record else { return }
+            let rearm: (DispatchTime, (any DispatchSourceTimer)?)? = self.lock.withLock {
+                guard self.records[task.taskIdentifier] === record, !record.timedOut else { return nil }
+                let deadline = record.lastActivity + .nanoseconds(Int(nanoseconds))
+                if deadline <= .now() {
+                    record.timedOut = true
+                    return nil
+                }
+                return (deadline, record.timer)
+            }
+            if let (deadline, timer) = rearm {
+                timer?.schedule(deadline: deadline)
+            } else if self.lock.withLock({ record.timedOut }) {
+                task.cancel()
+            }
+        }
+        lock.withLock { record.timer = timer }
+        timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)))
+        timer.resume()
+    }
+
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        if let record = record(for: dataTask) {
+        if let record = touch(dataTask) {
             let expected = response.expectedContentLength
             // Reserve what the server announced (within reason), so a large body grows once.
             record.body = Data(capacity: expected > 0 ? Int(min(expected, 64 << 20)) : 0)
@@ -117,7 +165,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        record(for: dataTask)?.body.append(data)
+        touch(dataTask)?.body.append(data)
     }
 
     func urlSession(
@@ -136,9 +184,33 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         completionHandler(redirected)
     }
 
+    /// Credentials travel in headers (``APIAuthorization``), never through challenges: a `401` with
+    /// `WWW-Authenticate` is delivered as the response it is.
+    ///
+    /// On Linux, `.performDefaultHandling` leaves the task waiting forever and `.useCredential`
+    /// without a credential crashes, so the challenge is rejected there and the task's cancellation
+    /// that follows is turned back into its `401` response (status, headers and body).
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        #if canImport(FoundationNetworking)
+        record(for: task)?.rejectedChallenge = true
+        completionHandler(.rejectProtectionSpace, nil)
+        #else
+        completionHandler(.performDefaultHandling, nil)
+        #endif
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let record = lock.withLock({ records.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if let error {
+        let (timer, timedOut) = lock.withLock { (record.timer, record.timedOut) }
+        timer?.cancel()
+        if timedOut {
+            record.completion(.failure(URLError(.timedOut)))
+            return
+        }
+        if let error, !(record.rejectedChallenge && (error as? URLError)?.code == .cancelled && task.response != nil) {
             record.completion(.failure(error))
             return
         }

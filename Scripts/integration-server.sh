@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Starts the integration tests' HTTP server (httpbin + fixtures under gunicorn) on two loopback
+# ports, installing it first into .build-venv if needed, and prints the exports the tests read:
+#   eval "$(bash Scripts/integration-server.sh start)"   ...   bash Scripts/integration-server.sh stop
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="$PWD/.build-venv"
+pidfile="$venv/gunicorn.pid"
+
+case "${1:-start}" in
+start)
+    if ! "$venv/bin/python" -c "import httpbin, gunicorn" > /dev/null 2>&1; then
+        python3 -m venv "$venv" >&2
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r Tests/IntegrationServer/requirements.txt >&2
+    fi
+    ports=$("$venv/bin/python" - <<'PY'
+import socket
+sockets = [socket.socket() for _ in range(2)]
+for s in sockets:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in sockets))
+for s in sockets:
+    s.close()
+PY
+)
+    read -r first second <<< "$ports"
+    "$venv/bin/gunicorn" --chdir Tests/IntegrationServer --bind "127.0.0.1:$first" --bind "127.0.0.1:$second" \
+        --worker-class gthread --workers 1 --threads 32 --keep-alive 30 --timeout 120 \
+        --pid "$pidfile" --daemon --error-logfile "$venv/gunicorn.log" app:app
+    for _ in $(seq 1 100); do
+        if curl -fsS "http://127.0.0.1:$first/get" > /dev/null 2>&1 && curl -fsS "http://127.0.0.1:$second/get" > /dev/null 2>&1; then
+            echo "export APIMANAGERKIT_TEST_SERVER=http://127.0.0.1:$first"
+            echo "export APIMANAGERKIT_TEST_SERVER_2=http://127.0.0.1:$second"
+            exit 0
+        fi
+        sleep 0.1
+    done
+    echo "the integration server did not start; its log:" >&2
+    cat "$venv/gunicorn.log" >&2 || true
+    exit 1
+    ;;
+stop)
+    if [[ -f "$pidfile" ]]; then
+        kill "$(cat "$pidfile")" 2> /dev/null || true
+        rm -f "$pidfile"
+    fi
+    ;;
+*)
+    echo "usage: $0 start|stop" >&2
+    exit 64
+    ;;
+esac

@@ -1,0 +1,86 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The core issue's policies over real sockets: the server records when each request ran.
+@Suite("Integration: policies over real sockets", .enabled(if: Server.isAvailable, Server.skipReason))
+struct PolicyIntegrationTests {
+    struct Entry: Decodable {
+        let name: String
+        let start: Double
+        let end: Double
+    }
+    struct Log: APIResponse, Decodable { let entries: [Entry] }
+
+    func tracked(_ group: String, _ name: String, _ policy: APIConcurrencyPolicy, delay: Double = 0.2) -> HTTPRequest {
+        var request = HTTPRequest(
+            "fixture/track/\(group)", parameters: ["name": .string(name), "delay": .double(delay)])
+        request.concurrencyPolicy = policy
+        return request
+    }
+
+    func serverLog(_ group: String) async throws -> [Entry] {
+        try await Client<Log>().response(for: HTTPRequest("fixture/track-log/\(group)")).entries.sorted {
+            $0.start < $1.start
+        }
+    }
+
+    @Test func waitUntilDoneRequestsNeverOverlapOrReorderOnTheServer() async throws {
+        let group = UUID().uuidString
+        let client = Client<APIRawResponse>()
+        let tasks = ["add", "update", "remove"].map { client.send(tracked(group, $0, .waitUntilDone)) }
+        for task in tasks {
+            while !task.state.isTerminal { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let log = try await serverLog(group)
+        #expect(log.map(\.name) == ["add", "update", "remove"])
+        for (earlier, later) in zip(log, log.dropFirst()) { #expect(earlier.end <= later.start) }
+    }
+
+    @Test func cancelOthersLeavesOnlyTheLatestQuery() async throws {
+        let client = Client<Echoed>()
+        var tasks: [APITask<HTTPRequest>] = []
+        for query in ["s", "sw", "swi", "swift"] {
+            var request = HTTPRequest("delay/0.3", parameters: ["q": .string(query)])
+            request.concurrencyPolicy = .cancelOthers
+            tasks.append(client.send(request))
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        while !(tasks.last?.state.isTerminal ?? true) { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(tasks.dropLast().allSatisfy { if case .failed(.cancelled(.policy)) = $0.state { true } else { false } })
+        guard case .finished = tasks.last?.state else {
+            Issue.record("the latest query did not finish: \(String(describing: tasks.last?.state))")
+            return
+        }
+    }
+
+    @Test func ignoreCurrentIgnoresASecondPullWhileTheFirstRuns() async throws {
+        let group = UUID().uuidString
+        let client = Client<APIRawResponse>()
+        let first = client.send(tracked(group, "pull 1", .ignoreCurrent))
+        let second = client.send(tracked(group, "pull 2", .ignoreCurrent))
+        guard case .failed(.ignored) = second.state else {
+            Issue.record("the second pull was not ignored: \(second.state)")
+            return
+        }
+        while !first.state.isTerminal { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try await serverLog(group).map(\.name) == ["pull 1"])
+    }
+
+    @Test func defaultRequestsRunSideBySide() async throws {
+        let group = UUID().uuidString
+        let client = Client<APIRawResponse>()
+        let tasks = (1...3).map { client.send(tracked(group, "r\($0)", .default, delay: 0.5)) }
+        for task in tasks {
+            while !task.state.isTerminal { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let log = try await serverLog(group)
+        #expect(log.count == 3)
+        // All three were on the server at once.
+        #expect((log.map(\.start).max() ?? 0) < (log.map(\.end).min() ?? 0))
+    }
+}

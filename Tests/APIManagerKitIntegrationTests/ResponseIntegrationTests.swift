@@ -1,0 +1,104 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Integration: responses and errors", .enabled(if: Server.isAvailable, Server.skipReason))
+struct ResponseIntegrationTests {
+    @Test(arguments: [400, 404, 418, 500, 503])
+    func anUnacceptableStatusKeepsStatusHeadersAndBody(status: Int) async {
+        let error = await failure { () async throws(APIError) in
+            try await Client<Echoed>().response(for: HTTPRequest("status/\(status)"))
+        }
+        #expect(error?.statusCode == status)
+        #expect(error?.response?.value(forHeader: "Server")?.contains("gunicorn") == true)
+        #expect(error?.description.hasPrefix("The server answered \(status)") == true)
+    }
+
+    @Test func theServersMessageIsExtractedFromAnErrorBody() async {
+        var request = HTTPRequest(
+            "fixture/error/422", parameters: ["field": "error_description", "text": "quantity must be positive"])
+        request.retryPolicy = nil
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        #expect(error?.serverMessage == "quantity must be positive")
+        #expect(error?.localizedDescription.hasSuffix(": quantity must be positive") == true)
+        #expect(
+            error?.responseBody.flatMap { String(data: $0, encoding: .utf8) }?.contains("error_description") == true)
+    }
+
+    @Test func aNoContentStatusIsAnEmptyResponse() async throws {
+        #expect(try await Client<APIEmptyResponse>().response(for: HTTPRequest("status/204")) == APIEmptyResponse())
+    }
+
+    @Test func acceptableStatusCodesArePerRequest() async throws {
+        var request = HTTPRequest("status/404")
+        request.acceptableStatusCodes = 200..<500
+        #expect(try await Client<APIRawResponse>().response(for: request).statusCode == 404)
+    }
+
+    @Test func aKeyPathDecodesPartOfARealBody() async throws {
+        struct UserAgent: APIResponse, Decodable {
+            static var keyPath: String? { "headers.User-Agent" }
+            let value: String
+            init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(String.self) }
+        }
+        var request = HTTPRequest("get")
+        request.headers = ["User-Agent": "APIManagerKit-tests"]
+        #expect(try await Client<UserAgent>().response(for: request).value == "APIManagerKit-tests")
+    }
+
+    @Test func aBodyThatDoesNotDecodeKeepsItAndItsCodingPath() async {
+        struct Wrong: APIResponse, Decodable { let args: [String: Int] }
+        let error = await failure { () async throws(APIError) in
+            try await Client<Wrong>().response(for: HTTPRequest("get", parameters: ["n": "not a number"]))
+        }
+        guard case .decoding(_, let response)? = error else {
+            Issue.record("expected a decoding error, got \(String(describing: error))")
+            return
+        }
+        #expect(String(data: response.body, encoding: .utf8)?.contains("not a number") == true)
+        #expect(error?.description.contains("args.n") == true)
+    }
+
+    @Test func aMultiMegabyteDownloadArrivesWhole() async throws {
+        let count = 5_000_000
+        let raw = try await Client<APIRawResponse>().response(for: HTTPRequest("fixture/bytes/\(count)"))
+        #expect(raw.body.count == count)
+        let pattern = (0..<251).map { UInt8($0) }
+        #expect(raw.body.enumerated().allSatisfy { $0.element == pattern[$0.offset % 251] })
+    }
+
+    @Test func aMultiMegabyteUploadArrivesWhole() async throws {
+        struct Digest: APIResponse, Decodable {
+            let length: Int
+            let sha256: String
+        }
+        let bytes = Data((0..<4_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        var request = HTTPRequest("fixture/digest", method: .post)
+        request.body = APIRequestBody(data: bytes, contentType: "application/octet-stream")
+        let digest = try await Client<Digest>().response(for: request)
+        #expect(digest.length == bytes.count)
+        #expect(digest.sha256 == SHA256Hex.of(bytes))
+    }
+}
+
+/// SHA-256 in hex, by the system's `sha256sum`, to check an upload without a crypto dependency.
+enum SHA256Hex {
+    static func of(_ data: Data) -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard (try? data.write(to: file)) != nil else { return "write failed" }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sha256sum", file.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        guard (try? process.run()) != nil else { return "sha256sum failed" }
+        process.waitUntilExit()
+        let output = String(data: pipe.fileHandleForReading.readDataToEndOfFile(), encoding: .utf8) ?? ""
+        return String(output.prefix { $0 != " " })
+    }
+}

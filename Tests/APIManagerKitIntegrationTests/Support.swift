@@ -1,0 +1,79 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The server Scripts/integration-server.sh started, from the environment.
+enum Server {
+    static let base = ProcessInfo.processInfo.environment["APIMANAGERKIT_TEST_SERVER"].flatMap(URL.init(string:))
+    /// The same server on another port: another origin, for cross-origin redirects.
+    static let second = ProcessInfo.processInfo.environment["APIMANAGERKIT_TEST_SERVER_2"].flatMap(URL.init(string:))
+    static let isAvailable = base != nil && second != nil
+    static let skipReason: Comment =
+        "APIMANAGERKIT_TEST_SERVER is not set: the integration suite is SKIPPED. Run `bash Scripts/test.sh`, which starts the server."
+    static var url: URL { base ?? URL(fileURLWithPath: "/") }
+    static var secondURL: URL { second ?? URL(fileURLWithPath: "/") }
+}
+
+/// A request with every input stored.
+struct HTTPRequest: APIRequest {
+    var url = Server.url
+    var path: String
+    var method: HTTPMethod = .get
+    var headers: [String: String] = [:]
+    var parameters: APIParameters = .none
+    var bodyEncoding: APIBodyEncoding = .json
+    var body: APIRequestBody?
+    var authorization: APIAuthorization?
+    var timeout: TimeInterval = 30
+    var retryPolicy: APIRetryPolicy?
+    var concurrencyPolicy: APIConcurrencyPolicy = .default
+    var acceptableStatusCodes: Range<Int> = 200..<300
+
+    init(_ path: String, method: HTTPMethod = .get, parameters: APIParameters = .none) {
+        self.path = path
+        self.method = method
+        self.parameters = parameters
+    }
+}
+
+/// What httpbin echoes about the request it parsed.
+struct Echoed: APIResponse, Decodable {
+    var args: [String: APIValue]?
+    var form: [String: APIValue]?
+    var json: APIValue?
+    var data: String?
+    var headers: [String: String]?
+    var url: String?
+    var method: String?
+
+    func header(_ name: String) -> String? {
+        headers?.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+}
+
+final class Client<Response: APIResponse>: APIManager {
+    typealias Request = HTTPRequest
+    let engine: APIEngine
+    init(_ engine: APIEngine) { self.engine = engine }
+    convenience init(transport: URLSessionTransport = Shared.transport, persisted: APIPersistedHeaders? = nil) {
+        self.init(APIEngine(transport: transport, delivery: .immediate, persistedHeaders: persisted))
+    }
+}
+
+enum Shared {
+    static let transport = URLSessionTransport()
+}
+
+/// The error a call failed with, or nil when it succeeded.
+func failure<Response>(_ call: () async throws(APIError) -> Response) async -> APIError? {
+    do {
+        _ = try await call()
+        return nil
+    } catch {
+        return error
+    }
+}

@@ -1,0 +1,119 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Integration: transport", .enabled(if: Server.isAvailable, Server.skipReason))
+struct TransportIntegrationTests {
+    @Test func cancellingATaskCancelsTheRequestAndEndsAsCancelled() async throws {
+        let transport = URLSessionTransport()
+        let client = Client<Echoed>(transport: transport)
+        let started = Date()
+        let task = client.send(HTTPRequest("delay/5"))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(transport.requestsInFlight == 1)
+        task.cancel()
+        guard case .failed(.cancelled(.explicit)) = task.state else {
+            Issue.record("expected cancelled, got \(task.state)")
+            return
+        }
+        // The URLSession task ends too: the transport lets go of it well before the server answers.
+        while transport.requestsInFlight > 0, Date().timeIntervalSince(started) < 4 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(transport.requestsInFlight == 0)
+        #expect(Date().timeIntervalSince(started) < 4)
+    }
+
+    @Test func cancellingTheAwaitingSwiftTaskCancelsTheRequest() async throws {
+        let client = Client<Echoed>()
+        let started = Date()
+        let waiting = Task { () async -> APIError? in
+            await failure { () async throws(APIError) in try await client.response(for: HTTPRequest("delay/5")) }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        waiting.cancel()
+        let error = await waiting.value
+        #expect(error?.isCancellation == true)
+        #expect(Date().timeIntervalSince(started) < 4)
+    }
+
+    @Test func aSlowServerTimesOutAsATransportTimeout() async {
+        var request = HTTPRequest("delay/3")
+        request.timeout = 0.5
+        let started = Date()
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        #expect(error?.isTimeout == true)
+        #expect((error?.underlyingError as? URLError)?.code == .timedOut)
+        #expect(Date().timeIntervalSince(started) < 2.5)
+    }
+
+    @Test func retryAfterDrivesARealRetry() async throws {
+        struct Served: APIResponse, Decodable { let attempts: Int }
+        var request = HTTPRequest("fixture/retry-after/\(UUID().uuidString)", parameters: ["after": "1"])
+        request.retryPolicy = APIRetryPolicy(maxAttempts: 3, baseDelay: 0.01, jitter: .none)
+        let client = Client<Served>()
+        let delays = Locked<[TimeInterval]>([])
+        final class Recorder: APIManagerDelegate, @unchecked Sendable {
+            let delays: Locked<[TimeInterval]>
+            init(_ delays: Locked<[TimeInterval]>) { self.delays = delays }
+            func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError)
+            {
+                delays.withLock { $0.append(delay) }
+            }
+        }
+        let recorder = Recorder(delays)
+        client.delegate = recorder
+        let started = Date()
+        let served = try await client.response(for: request)
+        #expect(served.attempts == 2)
+        #expect(delays.withLock { $0 } == [1])
+        #expect(Date().timeIntervalSince(started) >= 1)
+    }
+
+    @Test func connectionsAreReused() async throws {
+        struct Connection: APIResponse, Decodable { let port: Int }
+        let client = Client<Connection>(transport: URLSessionTransport())
+        var ports: Set<Int> = []
+        for _ in 0..<5 { ports.insert(try await client.response(for: HTTPRequest("fixture/connection")).port) }
+        #expect(ports.count == 1)
+    }
+
+    @Test func theTransportKeepsNothingAfterRequestsEnd() async throws {
+        let transport = URLSessionTransport()
+        let client = Client<APIRawResponse>(transport: transport)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask { _ = try await client.response(for: HTTPRequest("anything/\(index)")) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(transport.requestsInFlight == 0)
+        #expect(client.engine.inFlightCount == 0)
+    }
+
+    @Test func theEventMonitorTimesRealAttempts() async throws {
+        let client = Client<Echoed>()
+        let events = Locked<[APIEvent]>([])
+        client.engine.eventMonitor = { event in events.withLock { $0.append(event) } }
+        _ = try await client.response(for: HTTPRequest("delay/0.2"))
+        let seen = events.withLock { $0 }
+        #expect(seen.count == 2)
+        #expect((seen.last?.duration ?? 0) >= 0.2)
+        #expect(seen.last?.description.hasPrefix("← 200 GET \(Server.url.absoluteString)/delay/0.2 in ") == true)
+    }
+}
+
+/// A value behind a lock, for tests.
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
+}

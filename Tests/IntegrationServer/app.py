@@ -1,0 +1,94 @@
+"""The integration tests' server: httpbin, plus a few fixture routes for what httpbin cannot do.
+
+Run under gunicorn by Scripts/integration-server.sh; bound to 127.0.0.1 only.
+"""
+import hashlib
+import json
+import threading
+import time
+
+from httpbin import app as httpbin_app
+
+_lock = threading.Lock()
+_retry_counts = {}
+_track_log = []
+
+
+def _json(start_response, status, payload, headers=()):
+    body = json.dumps(payload).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))] + list(headers))
+    return [body]
+
+
+def _query(environ):
+    from urllib.parse import parse_qs
+    return {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+
+
+def _read_body(environ):
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    return environ["wsgi.input"].read(length) if length else b""
+
+
+def fixture(environ, start_response):
+    path = environ.get("PATH_INFO", "")
+    parts = path.strip("/").split("/")  # ["fixture", route, arg...]
+    route = parts[1] if len(parts) > 1 else ""
+    arg = parts[2] if len(parts) > 2 else ""
+    query = _query(environ)
+
+    if route == "retry-after":
+        # The first request for a key answers 503 with Retry-After; the next ones answer 200.
+        with _lock:
+            _retry_counts[arg] = _retry_counts.get(arg, 0) + 1
+            count = _retry_counts[arg]
+        if count == 1:
+            return _json(start_response, "503 Service Unavailable", {"message": "busy, come back later"},
+                         [("Retry-After", query.get("after", "1"))])
+        return _json(start_response, "200 OK", {"attempts": count, "served_at": time.time()})
+
+    if route == "error":
+        # Any status with a JSON body built from the query: /fixture/error/422?field=msg&text=...
+        status = int(arg or "400")
+        payload = {query.get("field", "message"): query.get("text", "something went wrong")}
+        headers = [("WWW-Authenticate", 'Bearer realm="fixture"')] if query.get("challenge") else []
+        return _json(start_response, "%d Fixture" % status, payload, headers)
+
+    if route == "bytes":
+        # n bytes of a repeating pattern (i % 251), so a test can check every byte.
+        count = min(int(arg or "0"), 64 * 1024 * 1024)
+        pattern = bytes(i % 251 for i in range(251))
+        body = (pattern * (count // 251 + 1))[:count]
+        start_response("200 OK", [("Content-Type", "application/octet-stream"), ("Content-Length", str(count))])
+        return [body]
+
+    if route == "digest":
+        body = _read_body(environ)
+        return _json(start_response, "200 OK", {"length": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+                                                "content_type": environ.get("CONTENT_TYPE", "")})
+
+    if route == "track":
+        # Records when a request of a named group starts and ends, holding it for `delay` seconds.
+        started = time.time()
+        time.sleep(float(query.get("delay", "0.2")))
+        ended = time.time()
+        with _lock:
+            _track_log.append({"group": arg, "name": query.get("name", ""), "start": started, "end": ended})
+        return _json(start_response, "200 OK", {"name": query.get("name", "")})
+
+    if route == "track-log":
+        with _lock:
+            entries = [entry for entry in _track_log if entry["group"] == arg]
+        return _json(start_response, "200 OK", {"entries": entries})
+
+    if route == "connection":
+        # The client's port: the same port on two requests means the connection was reused.
+        return _json(start_response, "200 OK", {"port": int(environ.get("REMOTE_PORT") or 0)})
+
+    return _json(start_response, "404 Not Found", {"message": "no fixture route %s" % path})
+
+
+def app(environ, start_response):
+    if environ.get("PATH_INFO", "").startswith("/fixture/"):
+        return fixture(environ, start_response)
+    return httpbin_app(environ, start_response)
