@@ -21,10 +21,12 @@ final class StoryAPI: APIManager {
 
 /// Prints one line per event, stamped with the story's clock.
 final class Timeline: APIManagerDelegate, @unchecked Sendable {
-    // @unchecked: events are delivered with `.immediate` on the story's single thread.
+    // @unchecked: `lines` is only touched under `lock` (events of a live story arrive on the
+    // URLSession's threads).
     let clock: any APIClock
-    private let origin: TimeInterval
-    private(set) var lines: [String] = []
+    let origin: TimeInterval
+    private let lock = NSLock()
+    private var lines: [String] = []
 
     init(clock: any APIClock) {
         self.clock = clock
@@ -36,8 +38,10 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
         let time = String(format: "%6.3fs", clock.now - origin)
         let number = "#\(task.identifier)".padding(toLength: 4, withPad: " ", startingAt: 0)
         let line = "  \(time)  \(number)\(label.padding(toLength: 18, withPad: " ", startingAt: 0)) \(what)"
-        lines.append(line)
-        print(line)
+        lock.withLock {
+            lines.append(line)
+            print(line)
+        }
     }
 
     func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {
@@ -71,22 +75,46 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
     }
 }
 
-/// A simulated backend on virtual time: a `MockTransport` whose replies take clock time.
-struct Stage {
-    let clock = TestClock()
-    let backend: MockTransport
+/// Where a story runs: a simulated backend on virtual time (a `MockTransport` whose replies take
+/// clock time), or a real httpbin-compatible server (`--base-url`) on real time.
+final class Stage: @unchecked Sendable {
+    // @unchecked: `livePaths` is written while the story sets up, on its one thread, before sending.
+    let clock: any APIClock
+    let backend = MockTransport(clock: TestClock())
     let api: StoryAPI
     let timeline: Timeline
-    let baseURL = URL(string: "https://simulated.backend")!
+    let baseURL: URL
+    let isLive: Bool
+    private var livePaths: [String: String] = [:]
 
-    init() {
-        backend = MockTransport(clock: clock)
-        api = StoryAPI(
-            engine: APIEngine(
-                transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate,
-                cache: APIResponseCache(disk: nil, clock: clock)))
+    /// - Parameter liveBaseURL: a real server, or `nil` for the simulated backend.
+    init(liveBaseURL: URL? = nil) {
+        if let liveBaseURL {
+            isLive = true
+            baseURL = liveBaseURL
+            clock = DispatchClock()
+            api = StoryAPI(
+                engine: APIEngine(
+                    transport: URLSessionTransport(), clock: clock, randomSource: SeededRandom(seed: 7),
+                    delivery: .immediate, cache: APIResponseCache(disk: nil, clock: clock)))
+        } else {
+            isLive = false
+            baseURL = URL(string: "https://simulated.backend")!
+            clock = backend.clock
+            api = StoryAPI(
+                engine: APIEngine(
+                    transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate,
+                    cache: APIResponseCache(disk: nil, clock: clock)))
+        }
         timeline = Timeline(clock: clock)
         api.delegate = timeline
+    }
+
+    /// Scripts `path` on the simulated backend; on a live server, requests for `path` go to `live`
+    /// (an httpbin endpoint that behaves alike, such as `delay/0.3`).
+    func stub(_ path: String, _ replies: MockTransport.Reply..., live: String) {
+        livePaths[path] = live
+        backend.stub(nil, path, replies: replies)
     }
 
     @discardableResult
@@ -96,13 +124,18 @@ struct Stage {
     ) -> APITask<StoryRequest> {
         api.send(
             StoryRequest(
-                label: label, url: baseURL, path: path, concurrencyPolicy: policy, retryPolicy: retry,
-                cacheOption: cache))
+                label: label, url: baseURL, path: isLive ? livePaths[path] ?? path : path, concurrencyPolicy: policy,
+                retryPolicy: retry, cacheOption: cache))
     }
 
-    /// Moves virtual time to `seconds` after the story began.
+    /// Moves to `seconds` after the story began: virtual time is advanced, real time is waited for.
     func at(_ seconds: TimeInterval) {
-        clock.advance(by: seconds - clock.now)
+        if let clock = clock as? TestClock {
+            clock.advance(by: seconds - clock.now)
+        } else {
+            let remaining = seconds - (clock.now - timeline.origin)
+            if remaining > 0 { Thread.sleep(forTimeInterval: remaining) }
+        }
     }
 }
 
@@ -136,15 +169,14 @@ struct SeededRandom: APIRandomSource {
 struct Story: Sendable {
     let name: String
     let title: String
-    let run: @Sendable () -> Void
+    let run: @Sendable (Stage) -> Void
 
     static let all: [Story] = [cart, search, refresh, detail, flaky, cache]
 
     static let cart = Story(
         name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)"
-    ) {
-        let stage = Stage()
-        stage.backend.stub(nil, "/cart/items", MockTransport.Reply.status(200).after(0.3))
+    ) { stage in
+        stage.stub("/cart/items", MockTransport.Reply.status(200).after(0.3), live: "delay/0.3")
         stage.send("add item", "/cart/items", .waitUntilDone)
         stage.send("update quantity", "/cart/items", .waitUntilDone)
         stage.send("remove item", "/cart/items", .waitUntilDone)
@@ -152,9 +184,8 @@ struct Story: Sendable {
     }
 
     static let search = Story(name: "search", title: "Search as you type: only the latest query matters (cancelOthers)")
-    {
-        let stage = Stage()
-        stage.backend.stub(nil, "/search", MockTransport.Reply.status(200).after(0.25))
+    { stage in
+        stage.stub("/search", MockTransport.Reply.status(200).after(0.25), live: "delay/0.25")
         for (index, query) in ["s", "sw", "swi", "swift"].enumerated() {
             stage.at(Double(index) * 0.1)
             stage.send("search \"\(query)\"", "/search", .cancelOthers)
@@ -164,9 +195,8 @@ struct Story: Sendable {
 
     static let refresh = Story(
         name: "refresh", title: "Pull to refresh: a second pull while loading is ignored (ignoreCurrent)"
-    ) {
-        let stage = Stage()
-        stage.backend.stub(nil, "/feed", MockTransport.Reply.status(200).after(0.5))
+    ) { stage in
+        stage.stub("/feed", MockTransport.Reply.status(200).after(0.5), live: "delay/0.5")
         stage.send("pull 1", "/feed", .ignoreCurrent)
         stage.at(0.2)
         stage.send("pull 2", "/feed", .ignoreCurrent)
@@ -177,10 +207,9 @@ struct Story: Sendable {
 
     static let detail = Story(
         name: "detail", title: "Detail pages: the page opened last loads first (waitUntilDoneHighPriority)"
-    ) {
-        let stage = Stage()
-        stage.backend.stub(nil, "/list", MockTransport.Reply.status(200).after(0.5))
-        stage.backend.stub(nil, "/detail", MockTransport.Reply.status(200).after(0.2))
+    ) { stage in
+        stage.stub("/list", MockTransport.Reply.status(200).after(0.5), live: "delay/0.5")
+        stage.stub("/detail", MockTransport.Reply.status(200).after(0.2), live: "delay/0.2")
         stage.send("load list", "/list")
         for item in 1...3 {
             stage.at(Double(item) * 0.1)
@@ -190,19 +219,21 @@ struct Story: Sendable {
     }
 
     static let flaky = Story(name: "flaky", title: "Flaky endpoint: retried with exponential backoff and full jitter") {
-        let stage = Stage()
-        stage.backend.stub(
-            nil, "/flaky", MockTransport.Reply.status(503).after(0.1), MockTransport.Reply.status(502).after(0.1),
-            MockTransport.Reply.status(200).after(0.1))
+        stage in
+        // httpbin has no failing-then-succeeding endpoint: live, every attempt gets a 503.
+        stage.stub(
+            "/flaky", MockTransport.Reply.status(503).after(0.1), MockTransport.Reply.status(502).after(0.1),
+            MockTransport.Reply.status(200).after(0.1), live: "status/503")
         stage.send("flaky GET", "/flaky", retry: APIRetryPolicy(maxAttempts: 4, baseDelay: 0.4))
         stage.at(5)
     }
 
     static let cache = Story(name: "cache", title: "Cached feed: stored, shown at once, revalidated (cache options)") {
-        let stage = Stage()
-        stage.backend.stub(
-            nil, "/feed", MockTransport.Reply.status(200, headers: ["ETag": "\"v1\""]).after(0.3),
-            MockTransport.Reply.status(304, headers: ["ETag": "\"v1\""]).after(0.3))
+        stage in
+        // httpbin's /etag/v1 answers 200 with ETag "v1", and 304 to If-None-Match: "v1".
+        stage.stub(
+            "/feed", MockTransport.Reply.status(200, headers: ["ETag": "\"v1\""]).after(0.3),
+            MockTransport.Reply.status(304, headers: ["ETag": "\"v1\""]).after(0.3), live: "etag/v1")
         stage.send("load feed", "/feed", cache: .networkOnly)
         stage.at(1)
         stage.send("reopen feed", "/feed", cache: .both)

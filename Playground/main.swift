@@ -1,14 +1,16 @@
 import Foundation
 
 let usage = """
-    Usage: Playground [--story NAME] [--help]
+    Usage: Playground [--story NAME] [--base-url URL] [--help]
 
-    Runs the APIManagerKit stories on an embedded simulated backend (virtual time, no server) and
-    prints a timeline of each task: start, end, cancel, ignore, retry.
+    Runs the APIManagerKit stories and prints a timeline of each task: start, end, cancel, ignore,
+    retry. By default they run on an embedded simulated backend (virtual time, no server).
 
     Options:
-      --story NAME   run one story: \(Story.all.map(\.name).joined(separator: ", "))
-      --help         show this message
+      --story NAME     run one story: \(Story.all.map(\.name).joined(separator: ", "))
+      --base-url URL   run them against a real httpbin-compatible server instead, on real time
+                       (for example the one `bash Scripts/integration-server.sh start` prints)
+      --help           show this message
     """
 
 func fail(_ message: String) -> Never {
@@ -17,6 +19,7 @@ func fail(_ message: String) -> Never {
 }
 
 var selected = Story.all
+var liveBaseURL: URL?
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -27,6 +30,12 @@ while let argument = arguments.popFirst() {
         guard let name = arguments.popFirst() else { fail("--story needs a name") }
         guard let story = Story.all.first(where: { $0.name == name }) else { fail("unknown story \"\(name)\"") }
         selected = [story]
+    case "--base-url":
+        guard let text = arguments.popFirst() else { fail("--base-url needs a URL") }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host?.isEmpty == false
+        else { fail("--base-url needs an http or https URL with a host, not \"\(text)\"") }
+        liveBaseURL = url
     default:
         fail("unknown argument \"\(argument)\"")
     }
@@ -34,6 +43,6 @@ while let argument = arguments.popFirst() {
 
 for (index, story) in selected.enumerated() {
     if index > 0 { print("") }
-    print("== \(story.title)  [--story \(story.name)]")
-    story.run()
+    print("== \(story.title)  [--story \(story.name)]" + (liveBaseURL.map { "  live: \($0.absoluteString)" } ?? ""))
+    story.run(Stage(liveBaseURL: liveBaseURL))
 }

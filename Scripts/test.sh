@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Package.swift
 
+log=$(mktemp)
+trap 'rm -f "$log"; bash Scripts/integration-server.sh stop' EXIT
+
+echo "== Integration server: httpbin + fixtures under gunicorn on 127.0.0.1 (installed into .build-venv from PyPI)"
+eval "$(bash Scripts/integration-server.sh start)"
+echo "serving on $APIMANAGERKIT_TEST_SERVER and $APIMANAGERKIT_TEST_SERVER_2"
+
 echo "== Playground: build, run every story and check its timeline, reject an unknown argument"
 swift build --product Playground
 playground_output=$(swift run --skip-build Playground)
@@ -23,6 +30,21 @@ for expected in \
         exit 1
     fi
 done
+echo "== Playground against the real server (--base-url)"
+live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
+echo "$live_output"
+for expected in \
+    "live: $APIMANAGERKIT_TEST_SERVER" \
+    "update quantity    starts" \
+    'search "swift"     ends: 200' \
+    "pull 2             ignored" \
+    "flaky GET          starts attempt 2" \
+    "reopen feed        ends: 200 from the cache, confirmed by a 304"; do
+    if ! grep -qF "$expected" <<< "$live_output"; then
+        echo "Playground --base-url output lacks: $expected" >&2
+        exit 1
+    fi
+done
 if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1
@@ -30,13 +52,6 @@ fi
 
 echo "== Benchmarks: build only, so they keep compiling (run them as README.md says)"
 swift build --package-path Benchmarks
-
-log=$(mktemp)
-trap 'rm -f "$log"; bash Scripts/integration-server.sh stop' EXIT
-
-echo "== Integration server: httpbin + fixtures under gunicorn on 127.0.0.1 (installed into .build-venv from PyPI)"
-eval "$(bash Scripts/integration-server.sh start)"
-echo "serving on $APIMANAGERKIT_TEST_SERVER and $APIMANAGERKIT_TEST_SERVER_2"
 
 echo "== Unit and integration tests"
 swift test 2>&1 | tee "$log"

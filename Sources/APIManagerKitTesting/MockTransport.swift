@@ -122,6 +122,11 @@ public final class MockTransport: APITransport, @unchecked Sendable {
     /// Answers requests with this method (any when `nil`) and path with `replies` in turn, repeating
     /// the last. A later route for the same method and path replaces the earlier one.
     public func stub(_ method: HTTPMethod? = nil, _ path: String, _ replies: Reply...) {
+        stub(method, path, replies: replies)
+    }
+
+    /// The same, with the replies in an array.
+    public func stub(_ method: HTTPMethod? = nil, _ path: String, replies: [Reply]) {
         addRoute(Route(method: method, path: path, replies: replies, handler: nil))
     }
 
