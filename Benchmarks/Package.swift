@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
 // The benchmarks live in their own package so that APIManagerKit itself keeps zero dependencies.
 // Run them with: cd Benchmarks && swift package --allow-writing-to-package-directory benchmark
+// The HTTP comparison against nginx: bash Scripts/benchmark-http.sh (from the repository root).
 import PackageDescription
 
 let package = Package(
@@ -19,6 +20,12 @@ let package = Package(
             ],
             path: "Benchmarks/APIManagerBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
-        )
+        ),
+        // Manager vs raw URLSession against nginx on loopback: run by Scripts/benchmark-http.sh.
+        .executableTarget(
+            name: "HTTPBenchmark",
+            dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
+            path: "Sources/HTTPBenchmark"
+        ),
     ]
 )

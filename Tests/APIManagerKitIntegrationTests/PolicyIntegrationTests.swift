@@ -45,7 +45,7 @@ struct PolicyIntegrationTests {
         let client = Client<Echoed>()
         var tasks: [APITask<HTTPRequest>] = []
         for query in ["s", "sw", "swi", "swift"] {
-            var request = HTTPRequest("delay/0.3", parameters: ["q": .string(query)])
+            var request = HTTPRequest("delay/2", parameters: ["q": .string(query)])
             request.concurrencyPolicy = .cancelOthers
             tasks.append(client.send(request))
             try await Task.sleep(for: .milliseconds(30))

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The HTTP benchmark of README.md: APIManagerKit (manager + URLSessionTransport) against raw
+# URLSession, both fetching from nginx on 127.0.0.1 with keep-alive, in one run.
+# Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
+#   bash Scripts/benchmark-http.sh [--requests N] [--rounds N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v nginx > /dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
+    echo "== Installing nginx-light" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2
+fi
+nginx_binary=$(command -v nginx || echo /usr/sbin/nginx)
+
+root=$(mktemp -d)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$root/www" "$root/temp"
+chmod 755 "$root"  # nginx workers run as another user and must read the files
+# A 205-byte JSON body and a 64 KiB binary body.
+python3 - "$root/www" <<'PY'
+import json, os, sys
+body = json.dumps({"id": 1, "name": "benchmark item", "tags": ["a", "b", "c"], "price": 9.99, "note": ""})
+body = body[:-2] + '"' + "x" * (205 - len(body) - 1) + '"}'
+assert len(body) == 205, len(body)
+open(os.path.join(sys.argv[1], "small.json"), "w").write(body)
+open(os.path.join(sys.argv[1], "large.bin"), "wb").write(bytes(i % 251 for i in range(65536)))
+PY
+chmod -R a+rX "$root/www"
+cat > "$root/nginx.conf" <<CONF
+worker_processes 1;
+daemon on;
+pid $root/nginx.pid;
+error_log $root/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    keepalive_requests 10000000;
+    keepalive_timeout 120;
+    client_body_temp_path $root/temp;
+    proxy_temp_path $root/temp;
+    fastcgi_temp_path $root/temp;
+    uwsgi_temp_path $root/temp;
+    scgi_temp_path $root/temp;
+    types { application/json json; application/octet-stream bin; }
+    server {
+        listen 127.0.0.1:$port;
+        root $root/www;
+    }
+}
+CONF
+"$nginx_binary" -c "$root/nginx.conf" -p "$root"
+trap 'kill "$(cat "$root/nginx.pid")" 2> /dev/null || true; rm -rf "$root"' EXIT
+curl -fsS "http://127.0.0.1:$port/small.json" > /dev/null
+
+swift build -c release --package-path Benchmarks --product HTTPBenchmark >&2
+binary=$(swift build -c release --package-path Benchmarks --show-bin-path)/HTTPBenchmark
+echo "nginx $("$nginx_binary" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port, keep-alive"
+echo
+"$binary" --url "http://127.0.0.1:$port" "$@"
+echo
+echo "Memory: a fresh process, the manager only, 205-byte bodies, 8 in flight"
+echo
+"$binary" --url "http://127.0.0.1:$port" --memory
