@@ -2,7 +2,7 @@
 # The HTTP benchmark of README.md: APIManagerKit (manager + URLSessionTransport) against raw
 # URLSession, both fetching from nginx on 127.0.0.1 with keep-alive, in one run.
 # Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
-#   bash Scripts/benchmark-http.sh [--requests N] [--rounds N]
+#   bash Scripts/benchmark-http.sh [--requests N] [--rounds N] [--candidates manager,transport,delegated]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +49,18 @@ http {
     }
 }
 CONF
-"$nginx_binary" -c "$root/nginx.conf" -p "$root"
+# On two or more CPUs, nginx gets the last one and the client the others, so they do not take
+# turns on one core (the noise then drops from about ±10 % to ±1 %).
+cpus=$(nproc)
+if ((cpus >= 2)); then
+    server_cpu=$((cpus - 1))
+    client_cpus="0-$((cpus - 2))"
+    taskset -c "$server_cpu" "$nginx_binary" -c "$root/nginx.conf" -p "$root"
+    pin=(taskset -c "$client_cpus")
+else
+    "$nginx_binary" -c "$root/nginx.conf" -p "$root"
+    pin=()
+fi
 trap 'kill "$(cat "$root/nginx.pid")" 2> /dev/null || true; rm -rf "$root"' EXIT
 curl -fsS "http://127.0.0.1:$port/small.json" > /dev/null
 
@@ -57,8 +68,10 @@ swift build -c release --package-path Benchmarks --product HTTPBenchmark >&2
 binary=$(swift build -c release --package-path Benchmarks --show-bin-path)/HTTPBenchmark
 echo "nginx $("$nginx_binary" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port, keep-alive"
 echo
-"$binary" --url "http://127.0.0.1:$port" "$@"
+"${pin[@]}" "$binary" --url "http://127.0.0.1:$port" "$@"
 echo
-echo "Memory: a fresh process, the manager only, 205-byte bodies, 8 in flight"
-echo
-"$binary" --url "http://127.0.0.1:$port" --memory
+echo "Memory: a fresh process per client, 205-byte bodies, 8 in flight"
+for client in raw manager; do
+    echo
+    "${pin[@]}" "$binary" --url "http://127.0.0.1:$port" --memory "$client"
+done

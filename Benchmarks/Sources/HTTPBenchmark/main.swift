@@ -14,6 +14,14 @@ struct Options {
     var requests = 4000
     var rounds = 5
     var memoryOnly = false
+    /// What is compared with raw URLSession: `manager`, `transport` (URLSessionTransport alone),
+    /// `delegated` (raw URLSession on a session with an empty delegate).
+    var candidates = ["manager"]
+    var memoryClient = "manager"
+    /// Runs only this client, `requests` times, `inFlight` at a time (for profilers such as
+    /// `valgrind --tool=callgrind` or `perf stat`).
+    var only: String?
+    var inFlight = 8
 }
 
 func parseOptions() -> Options {
@@ -24,7 +32,15 @@ func parseOptions() -> Options {
         case "--url": options.baseURL = arguments.popFirst().flatMap(URL.init(string:))
         case "--requests": options.requests = arguments.popFirst().flatMap(Int.init) ?? options.requests
         case "--rounds": options.rounds = arguments.popFirst().flatMap(Int.init) ?? options.rounds
-        case "--memory": options.memoryOnly = true
+        case "--memory":
+            options.memoryOnly = true
+            options.memoryClient = arguments.popFirst() ?? "manager"
+        case "--only":
+            options.only = arguments.popFirst()
+        case "--in-flight":
+            options.inFlight = arguments.popFirst().flatMap(Int.init) ?? options.inFlight
+        case "--candidates":
+            options.candidates = (arguments.popFirst() ?? "manager").split(separator: ",").map(String.init)
         default:
             FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
             exit(64)
@@ -63,20 +79,25 @@ func memory() -> (resident: Int, peak: Int) {
 }
 
 /// Runs `count` requests with at most `inFlight` outstanding; `send` calls its argument when one ends.
+/// Numbers the runs (main thread only), so a client can tell a new run.
+nonisolated(unsafe) var currentRun = 0
+
 func measure(count: Int, inFlight: Int, send: (@escaping @Sendable (Bool) -> Void) -> Void) -> Sample {
+    currentRun += 1
     let slots = DispatchSemaphore(value: inFlight)
     let group = DispatchGroup()
     let failures = Counter()
+    let done: @Sendable (Bool) -> Void = { ok in
+        if !ok { failures.increment() }
+        slots.signal()
+        group.leave()
+    }
     let start = DispatchTime.now()
     let cpuStart = cpuTime()
     for _ in 0..<count {
         slots.wait()
         group.enter()
-        send { ok in
-            if !ok { failures.increment() }
-            slots.signal()
-            group.leave()
-        }
+        send(done)
     }
     group.wait()
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
@@ -97,14 +118,12 @@ final class Counter: @unchecked Sendable {
 
 // MARK: The two clients
 
-/// Raw URLSession with completion handlers: the baseline.
-final class EmptyDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {}
-let experiment = ProcessInfo.processInfo.environment["EXPERIMENT"] ?? ""
+final class EmptyDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {}
+
+/// Raw URLSession with completion handlers: the baseline, on the same configuration as the
+/// transport's (ephemeral, no URLCache), so both do the same work.
 struct RawClient {
-    let session =
-        experiment == "rawdelegate"
-        ? URLSession(configuration: .ephemeral, delegate: EmptyDelegate(), delegateQueue: nil)
-        : URLSession(configuration: .ephemeral)
+    var session = URLSession(configuration: URLSessionTransport.defaultConfiguration)
     func send(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
         session.dataTask(with: url) { data, response, error in
             done(error == nil && (response as? HTTPURLResponse)?.statusCode == 200 && data != nil)
@@ -120,45 +139,34 @@ struct FileRequest: APIRequest {
 final class FileAPI: APIManager {
     typealias Request = FileRequest
     typealias Response = APIRawResponse
-    let engine = APIEngine(transport: URLSessionTransport(), delivery: .immediate)
-    let callbacks = Callbacks()
+    let engine: APIEngine
+    private let done: @Sendable (Bool) -> Void
 
-    func send(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
-        callbacks.register(send(FileRequest(url: url)).identifier, done)
+    init(transport: URLSessionTransport, done: @escaping @Sendable (Bool) -> Void) {
+        engine = APIEngine(transport: transport, delivery: .immediate)
+        self.done = done
     }
 
     func task(_ task: APITask<FileRequest>, didFinishWith response: APIRawResponse) {
-        callbacks.finish(task.identifier, ok: response.statusCode == 200)
+        done(response.statusCode == 200)
     }
 
     func task(_ task: APITask<FileRequest>, didFailWith error: APIError) {
-        callbacks.finish(task.identifier, ok: false)
+        done(false)
     }
 }
 
-/// Completion closures by task identifier; a task may end before its closure is registered.
-final class Callbacks: @unchecked Sendable {
-    // @unchecked: both tables are only touched under `lock`.
-    private let lock = NSLock()
-    private var waiting: [UInt64: @Sendable (Bool) -> Void] = [:]
-    private var ended: [UInt64: Bool] = [:]
+/// Sends through a manager whose hooks call the run's `done`: a manager per run, all on one
+/// transport (one session, its connections reused), so no per-request bookkeeping is measured.
+final class ManagerClient: @unchecked Sendable {
+    // @unchecked: `current` is replaced only between runs, on the sending thread, before the first
+    // request of a run is sent.
+    let transport = URLSessionTransport()
+    private var current: (api: FileAPI, run: Int)?
 
-    func register(_ identifier: UInt64, _ done: @escaping @Sendable (Bool) -> Void) {
-        let early: Bool? = lock.withLock {
-            if let ok = ended.removeValue(forKey: identifier) { return ok }
-            waiting[identifier] = done
-            return nil
-        }
-        if let early { done(early) }
-    }
-
-    func finish(_ identifier: UInt64, ok: Bool) {
-        let done: (@Sendable (Bool) -> Void)? = lock.withLock {
-            if let done = waiting.removeValue(forKey: identifier) { return done }
-            ended[identifier] = ok
-            return nil
-        }
-        done?(ok)
+    func send(_ url: URL, done: @escaping @Sendable (Bool) -> Void, run: Int) {
+        if current?.run != run { current = (FileAPI(transport: transport, done: done), run) }
+        current?.api.send(FileRequest(url: url))
     }
 }
 
@@ -167,13 +175,30 @@ final class Callbacks: @unchecked Sendable {
 let options = parseOptions()
 guard let baseURL = options.baseURL else {
     FileHandle.standardError.write(
-        Data("usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--memory]\n".utf8))
+        Data(
+            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,transport,delegated] [--memory CLIENT] [--only CLIENT [--in-flight N]]\n"
+                .utf8))
     exit(64)
 }
 let raw = RawClient()
-let raw2 = RawClient()
-let api = FileAPI()
-let bare = URLSessionTransport()
+let control = RawClient()
+let delegated = RawClient(
+    session: URLSession(
+        configuration: URLSessionTransport.defaultConfiguration, delegate: EmptyDelegate(), delegateQueue: nil))
+let managerClient = ManagerClient()
+let transport = URLSessionTransport()
+func sendThroughTransport(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
+    _ = transport.send(URLRequest(url: url)) { result in
+        if case .success(let response) = result { done(response.statusCode == 200) } else { done(false) }
+    }
+}
+/// The manager client: a new manager for each run.
+func sendThroughManager(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
+    managerClient.send(url, done: done, run: currentRun)
+}
+let clients: [String: (URL, @escaping @Sendable (Bool) -> Void) -> Void] = [
+    "manager": sendThroughManager, "transport": sendThroughTransport, "delegated": delegated.send, "raw": raw.send,
+]
 let small = baseURL.appendingPathComponent("small.json")
 let large = baseURL.appendingPathComponent("large.bin")
 
@@ -183,76 +208,91 @@ func median(_ values: [Double]) -> Double {
 }
 
 if options.memoryOnly {
-    // Peak resident memory after 2k and after 20k requests through the manager (8 in flight, 205 B).
-    _ = measure(count: 500, inFlight: 8) { api.send(small, done: $0) }
-    _ = measure(count: 1500, inFlight: 8) { api.send(small, done: $0) }
+    // Peak resident memory after 2k and after 20k requests (8 in flight, 205 B).
+    guard let client = clients[options.memoryClient] else { exit(64) }
+    _ = measure(count: 2000, inFlight: 8) { client(small, $0) }
     let at2k = memory()
-    _ = measure(count: 18_000, inFlight: 8) { api.send(small, done: $0) }
+    _ = measure(count: 18_000, inFlight: 8) { client(small, $0) }
     let at20k = memory()
-    print("| requests | peak RSS (KiB) | RSS now (KiB) |")
+    print("| requests (\(options.memoryClient)) | peak RSS (KiB) | RSS after (KiB) |")
     print("|---:|---:|---:|")
     print("| 2,000 | \(at2k.peak) | \(at2k.resident) |")
     print("| 20,000 | \(at20k.peak) | \(at20k.resident) |")
     print("")
     print(
         String(
-            format: "peak growth 2k → 20k: %+d KiB (%.1f%%)", at20k.peak - at2k.peak,
+            format: "peak growth from 2k to 20k requests: %+d KiB (%+.1f%%)", at20k.peak - at2k.peak,
             Double(at20k.peak - at2k.peak) / Double(max(at2k.peak, 1)) * 100))
     exit(0)
 }
 
-// Warm both clients (connections, caches, lazy initialisation).
-_ = measure(count: 200, inFlight: 8) { raw.send(small, done: $0) }
-_ = measure(count: 200, inFlight: 8) { api.send(small, done: $0) }
+if let only = options.only, let client = clients[only] {
+    let sample = measure(count: options.requests, inFlight: options.inFlight) { client(small, $0) }
+    print(
+        String(
+            format: "%@: %.0f req/s, %.1f µs CPU per request", only, Double(options.requests) / sample.seconds,
+            sample.cpuSeconds / Double(options.requests) * 1e6))
+    exit(0)
+}
 
-print("\(options.requests) requests per run, \(options.rounds) rounds, runs alternating (raw first in odd rounds)")
+// Warm every client (connections, caches, lazy initialisation).
+for client in [raw.send, control.send, sendThroughManager, sendThroughTransport, delegated.send] {
+    _ = measure(count: 300, inFlight: 8) { client(small, $0) }
+}
+
+/// One row: `candidate` against raw URLSession, alternating which runs first in each round.
+func compare(
+    _ name: String, _ url: URL, inFlight: Int, candidate: (URL, @escaping @Sendable (Bool) -> Void) -> Void
+) {
+    var rawSamples: [Sample] = []
+    var candidateSamples: [Sample] = []
+    var rateRatios: [Double] = []
+    var cpuRatios: [Double] = []
+    for round in 0..<options.rounds {
+        let rawFirst = round % 2 == 0
+        var rawSample = Sample(seconds: 0, cpuSeconds: 0)
+        var candidateSample = rawSample
+        for runRaw in rawFirst ? [true, false] : [false, true] {
+            if runRaw {
+                rawSample = measure(count: options.requests, inFlight: inFlight) { raw.send(url, done: $0) }
+            } else {
+                candidateSample = measure(count: options.requests, inFlight: inFlight) { candidate(url, $0) }
+            }
+        }
+        rawSamples.append(rawSample)
+        candidateSamples.append(candidateSample)
+        rateRatios.append(rawSample.seconds / candidateSample.seconds)
+        cpuRatios.append(candidateSample.cpuSeconds / rawSample.cpuSeconds)
+    }
+    let count = Double(options.requests)
+    print(
+        String(
+            format: "| %@ | %d | %.0f | %.0f | %.3fx | %.1f | %.1f | %.3fx |", name, inFlight,
+            count / median(rawSamples.map(\.seconds)), count / median(candidateSamples.map(\.seconds)),
+            median(rateRatios), median(rawSamples.map(\.cpuSeconds)) / count * 1e6,
+            median(candidateSamples.map(\.cpuSeconds)) / count * 1e6, median(cpuRatios)))
+}
+
+print("\(options.requests) requests per run, \(options.rounds) rounds; in each round raw URLSession and the candidate")
+print("run back to back, in alternating order; ratios are medians of the per-round ratios.")
+print("")
+for candidate in options.candidates {
+    guard let client = clients[candidate] else { continue }
+    print(
+        "| body | in flight | raw URLSession req/s | \(candidate) req/s | req/s ratio | raw CPU µs/req | \(candidate) CPU µs/req | CPU ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (name, url) in [("205 B", small), ("64 KiB", large)] {
+        for inFlight in [1, 8] {
+            compare(name, url, inFlight: inFlight, candidate: client)
+        }
+    }
+    print("")
+}
+print("Control (the noise floor): raw URLSession against a second raw URLSession session, same method.")
 print("")
 print(
-    "| body | in flight | raw URLSession req/s | manager req/s | req/s ratio | raw CPU µs/req | manager CPU µs/req | CPU ratio |"
+    "| body | in flight | raw req/s | second raw req/s | req/s ratio | raw CPU µs/req | second raw CPU µs/req | CPU ratio |"
 )
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for (name, url) in [("205 B", small), ("64 KiB", large)] {
-    for inFlight in [1, 8] {
-        var rawSamples: [Sample] = []
-        var apiSamples: [Sample] = []
-        var rateRatios: [Double] = []
-        var cpuRatios: [Double] = []
-        for round in 0..<options.rounds {
-            let rawFirst = round % 2 == 0
-            var pair: [Sample] = []
-            for useRaw in rawFirst ? [true, false] : [false, true] {
-                let sample = measure(count: options.requests, inFlight: inFlight) { done in
-                    if useRaw {
-                        raw.send(url, done: done)
-                    } else if experiment == "bare" {
-                        _ = bare.send(URLRequest(url: url)) { result in
-                            if case .success(let r) = result { done(r.statusCode == 200) } else { done(false) }
-                        }
-                    } else if experiment == "rawdelegate" {
-                        raw2.send(url, done: done)
-                    } else {
-                        api.send(url, done: done)
-                    }
-                }
-                pair.append(sample)
-                if useRaw { rawSamples.append(sample) } else { apiSamples.append(sample) }
-            }
-            let (rawSample, apiSample) = rawFirst ? (pair[0], pair[1]) : (pair[1], pair[0])
-            rateRatios.append(rawSample.seconds / apiSample.seconds)
-            cpuRatios.append(apiSample.cpuSeconds / rawSample.cpuSeconds)
-        }
-        let count = Double(options.requests)
-        let rawRate = count / median(rawSamples.map(\.seconds))
-        let apiRate = count / median(apiSamples.map(\.seconds))
-        let rawCPU = median(rawSamples.map(\.cpuSeconds)) / count * 1e6
-        let apiCPU = median(apiSamples.map(\.cpuSeconds)) / count * 1e6
-        print(
-            String(
-                format: "| %@ | %d | %.0f | %.0f | %.3fx | %.1f | %.1f | %.3fx |", name, inFlight, rawRate, apiRate,
-                median(rateRatios), rawCPU, apiCPU, median(cpuRatios)))
-    }
-}
-print("")
-print(
-    "Ratios are medians of per-round ratios (manager vs raw in the same round); req/s ratio > 1 and CPU ratio < 1 favour the manager."
-)
+compare("205 B", small, inFlight: 8, candidate: control.send)

@@ -7,6 +7,7 @@ enum PathTemplate {
     /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` for an unclosed brace, a missing or
     ///   non-scalar value, or a path value that names no placeholder.
     static func fill(_ path: String, with parameters: inout ResolvedParameters) throws(APIError) -> String {
+        guard !path.isEmpty || !parameters.path.isEmpty else { return "" }
         guard path.contains("{") || !parameters.path.isEmpty else { return escapeLiteral(path) }
         var result = ""
         var used: Set<String> = []

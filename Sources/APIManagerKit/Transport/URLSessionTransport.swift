@@ -28,12 +28,23 @@ public final class URLSessionTransport: APITransport {
     /// The transport managers use unless given another, with an ephemeral configuration.
     public static let shared = URLSessionTransport()
 
+    /// An ephemeral configuration (no shared cookies or credentials) without a `URLCache`: responses
+    /// are cached by ``APIResponseCache`` when a request asks for it, never silently by URLSession
+    /// (whose in-memory cache would also grow by every cacheable response, about 4 MB per 20k
+    /// small responses on Linux).
+    public static var defaultConfiguration: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return configuration
+    }
+
     /// The session; its delegate belongs to the transport.
     public let session: URLSession
     private let delegate: SessionDelegate
 
-    /// - Parameter configuration: `.ephemeral` unless given (no shared cookies or URL cache).
-    public init(configuration: URLSessionConfiguration = .ephemeral) {
+    /// - Parameter configuration: ``defaultConfiguration`` unless given.
+    public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
         delegate = SessionDelegate()
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
@@ -225,14 +236,13 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
             record.completion(.failure(URLError(.badServerResponse)))
             return
         }
+        // `allHeaderFields` rebuilds its dictionary on every call on Linux: read it once.
+        let fields = http.allHeaderFields
         var headers: [String: String] = [:]
-        headers.reserveCapacity(http.allHeaderFields.count)
-        for (key, value) in http.allHeaderFields {
-            if let name = key as? String, let text = value as? String {
-                headers[name] = text
-            } else {
-                headers[String(describing: key)] = String(describing: value)
-            }
+        headers.reserveCapacity(fields.count)
+        for (key, value) in fields {
+            let name = key.base as? String ?? String(describing: key.base)
+            headers[name] = value as? String ?? String(describing: value)
         }
         record.completion(
             .success(APIRawResponse(statusCode: http.statusCode, headers: headers, body: data ?? Data(), url: http.url))
