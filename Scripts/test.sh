@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== Formatting: swift format lint (configuration in .swift-format)"
-swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Package.swift
+swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift
 
 log=$(mktemp)
 trap 'rm -f "$log"; bash Scripts/integration-server.sh stop' EXIT
