@@ -16,35 +16,36 @@ echo "serving on $APIMANAGERKIT_TEST_SERVER and $APIMANAGERKIT_TEST_SERVER_2"
 
 echo "== Playground: build, run every story and check its timeline, reject an unknown argument"
 swift build --product Playground
-playground_output=$(swift run --skip-build Playground)
+# Fails unless the output (first argument) contains every other argument.
+expect_lines() {
+    local output=$1
+    shift
+    for expected in "$@"; do
+        if ! grep -qF "$expected" <<< "$output"; then
+            echo "Playground output lacks: $expected" >&2
+            exit 1
+        fi
+    done
+}
 # Each story must show its point in the timeline.
-for expected in \
+playground_output=$(swift run --skip-build Playground)
+expect_lines "$playground_output" \
     "update quantity    starts" \
     'search "swift"     ends: 200' \
     "pull 2             ignored" \
     "open item 3        starts" \
     "flaky GET          starts attempt 3" \
-    "reopen feed        shows the cached copy at once"; do
-    if ! grep -qF "$expected" <<< "$playground_output"; then
-        echo "Playground output lacks: $expected" >&2
-        exit 1
-    fi
-done
+    "reopen feed        shows the cached copy at once"
 echo "== Playground against the real server (--base-url)"
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"
-for expected in \
+expect_lines "$live_output" \
     "live: $APIMANAGERKIT_TEST_SERVER" \
     "update quantity    starts" \
     'search "swift"     ends: 200' \
     "pull 2             ignored" \
     "flaky GET          starts attempt 2" \
-    "reopen feed        ends: 200 from the cache, confirmed by a 304"; do
-    if ! grep -qF "$expected" <<< "$live_output"; then
-        echo "Playground --base-url output lacks: $expected" >&2
-        exit 1
-    fi
-done
+    "reopen feed        ends: 200 from the cache, confirmed by a 304"
 if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1

@@ -43,17 +43,21 @@ struct PolicyIntegrationTests {
 
     @Test func cancelOthersLeavesOnlyTheLatestQuery() async throws {
         let client = Client<Echoed>()
-        var tasks: [APITask<HTTPRequest>] = []
-        for query in ["s", "sw", "swi", "swift"] {
-            var request = HTTPRequest("delay/2", parameters: ["q": .string(query)])
+        // Typed in quick succession: each query is sent while the previous ones are on the wire
+        // (the server holds each for 1 s), so each cancels them.
+        let tasks = ["s", "sw", "swi", "swift"].map { query in
+            var request = HTTPRequest("delay/1", parameters: ["q": .string(query)])
             request.concurrencyPolicy = .cancelOthers
-            tasks.append(client.send(request))
-            try await Task.sleep(for: .milliseconds(30))
+            return client.send(request)
         }
         while !(tasks.last?.state.isTerminal ?? true) { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(tasks.dropLast().allSatisfy { if case .failed(.cancelled(.policy)) = $0.state { true } else { false } })
+        let states = tasks.map { "\($0.state)" }
+        let cancelledByPolicy = tasks.dropLast().map { task in
+            if case .failed(.cancelled(.policy)) = task.state { true } else { false }
+        }
+        #expect(cancelledByPolicy == [true, true, true], "\(states)")
         guard case .finished = tasks.last?.state else {
-            Issue.record("the latest query did not finish: \(String(describing: tasks.last?.state))")
+            Issue.record("the latest query did not finish: \(states)")
             return
         }
     }

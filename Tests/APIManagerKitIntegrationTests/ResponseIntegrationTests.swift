@@ -67,8 +67,7 @@ struct ResponseIntegrationTests {
         let count = 5_000_000
         let raw = try await Client<APIRawResponse>().response(for: HTTPRequest("fixture/bytes/\(count)"))
         #expect(raw.body.count == count)
-        let pattern = (0..<251).map { UInt8($0) }
-        #expect(raw.body.enumerated().allSatisfy { $0.element == pattern[$0.offset % 251] })
+        #expect(raw.body == Pattern.bytes(count))
     }
 
     @Test func aMultiMegabyteUploadArrivesWhole() async throws {
@@ -76,18 +75,29 @@ struct ResponseIntegrationTests {
             let length: Int
             let sha256: String
         }
-        let bytes = Data((0..<4_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let bytes = Pattern.bytes(4_000_000)
         var request = HTTPRequest("fixture/digest", method: .post)
         request.body = APIRequestBody(data: bytes, contentType: "application/octet-stream")
         let digest = try await Client<Digest>().response(for: request)
         #expect(digest.length == bytes.count)
-        #expect(digest.sha256 == SHA256Hex.of(bytes))
+        #expect(digest.sha256 == (await SHA256Hex.of(bytes)))
+    }
+}
+
+/// The fixture's byte pattern (`i % 251`), built by repetition so a debug build makes it quickly.
+enum Pattern {
+    static func bytes(_ count: Int) -> Data {
+        let period = Data((0..<251).map { UInt8($0) })
+        var data = Data(capacity: count + 251)
+        while data.count < count { data.append(period) }
+        return data.prefix(count)
     }
 }
 
 /// SHA-256 in hex, by the system's `sha256sum`, to check an upload without a crypto dependency.
+/// Awaits the process instead of blocking a thread of the cooperative pool.
 enum SHA256Hex {
-    static func of(_ data: Data) -> String {
+    static func of(_ data: Data) async -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         guard (try? data.write(to: file)) != nil else { return "write failed" }
@@ -96,9 +106,12 @@ enum SHA256Hex {
         process.arguments = ["sha256sum", file.path]
         let pipe = Pipe()
         process.standardOutput = pipe
-        guard (try? process.run()) != nil else { return "sha256sum failed" }
-        process.waitUntilExit()
-        let output = String(data: pipe.fileHandleForReading.readDataToEndOfFile(), encoding: .utf8) ?? ""
-        return String(output.prefix { $0 != " " })
+        return await withCheckedContinuation { continuation in
+            process.terminationHandler = { _ in
+                let output = String(data: pipe.fileHandleForReading.readDataToEndOfFile(), encoding: .utf8) ?? ""
+                continuation.resume(returning: String(output.prefix { $0 != " " }))
+            }
+            if (try? process.run()) == nil { continuation.resume(returning: "sha256sum failed") }
+        }
     }
 }

@@ -35,8 +35,8 @@ public protocol APIRequest: Sendable {
     var body: APIRequestBody? { get }
     /// Credentials sent with this request. `nil` unless overridden.
     var authorization: APIAuthorization? { get }
-    /// How long one attempt may wait for data before the transport gives up, in seconds.
-    /// `60` unless overridden.
+    /// The longest one attempt may take, from sending to the last byte, in seconds; past it the
+    /// attempt fails with `URLError(.timedOut)` (see ``URLSessionTransport``). `60` unless overridden.
     var timeout: TimeInterval { get }
     /// How this task treats the other in-flight tasks of its scope. `.default` unless overridden.
     var concurrencyPolicy: APIConcurrencyPolicy { get }
