@@ -250,8 +250,12 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
     }
 }
 
-private struct URLSessionTaskCancellable: APICancellable, @unchecked Sendable {
-    // @unchecked: URLSessionTask.cancel() is documented thread-safe; nothing else is touched.
-    let task: URLSessionTask
-    func cancel() { task.cancel() }
+/// Cancels a task without keeping it alive: once URLSession lets go of a finished task, so does
+/// the handle.
+private final class URLSessionTaskCancellable: APICancellable, @unchecked Sendable {
+    // @unchecked: a weak reference is thread-safe, and URLSessionTask.cancel() is documented
+    // thread-safe; nothing else is touched.
+    weak var task: URLSessionTask?
+    init(task: URLSessionTask) { self.task = task }
+    func cancel() { task?.cancel() }
 }
