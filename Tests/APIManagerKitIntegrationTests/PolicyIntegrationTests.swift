@@ -23,6 +23,14 @@ struct PolicyIntegrationTests {
         return request
     }
 
+    /// A client whose delegate tells when its tasks end (the caller keeps the delegate alive).
+    func clientWithEnds<Response: APIResponse>(_ type: Response.Type) -> (Client<Response>, TaskEnds) {
+        let client = Client<Response>()
+        let ends = TaskEnds()
+        client.delegate = ends
+        return (client, ends)
+    }
+
     func serverLog(_ group: String) async throws -> [Entry] {
         try await Client<Log>().response(for: HTTPRequest("fixture/track-log/\(group)")).entries.sorted {
             $0.start < $1.start
@@ -31,18 +39,16 @@ struct PolicyIntegrationTests {
 
     @Test func waitUntilDoneRequestsNeverOverlapOrReorderOnTheServer() async throws {
         let group = UUID().uuidString
-        let client = Client<APIRawResponse>()
+        let (client, ends) = clientWithEnds(APIRawResponse.self)
         let tasks = ["add", "update", "remove"].map { client.send(tracked(group, $0, .waitUntilDone)) }
-        for task in tasks {
-            while !task.state.isTerminal { try await Task.sleep(for: .milliseconds(20)) }
-        }
+        for task in tasks { await ends.waitForEnd(of: task) }
         let log = try await serverLog(group)
         #expect(log.map(\.name) == ["add", "update", "remove"])
         for (earlier, later) in zip(log, log.dropFirst()) { #expect(earlier.end <= later.start) }
     }
 
     @Test func cancelOthersLeavesOnlyTheLatestQuery() async throws {
-        let client = Client<Echoed>()
+        let (client, ends) = clientWithEnds(Echoed.self)
         // Typed in quick succession: each query is sent while the previous ones are on the wire
         // (the server holds each for 1 s), so each cancels them.
         let tasks = ["s", "sw", "swi", "swift"].map { query in
@@ -50,7 +56,7 @@ struct PolicyIntegrationTests {
             request.concurrencyPolicy = .cancelOthers
             return client.send(request)
         }
-        while !(tasks.last?.state.isTerminal ?? true) { try await Task.sleep(for: .milliseconds(20)) }
+        for task in tasks { await ends.waitForEnd(of: task) }
         let states = tasks.map { "\($0.state)" }
         let cancelledByPolicy = tasks.dropLast().map { task in
             if case .failed(.cancelled(.policy)) = task.state { true } else { false }
@@ -64,24 +70,22 @@ struct PolicyIntegrationTests {
 
     @Test func ignoreCurrentIgnoresASecondPullWhileTheFirstRuns() async throws {
         let group = UUID().uuidString
-        let client = Client<APIRawResponse>()
+        let (client, ends) = clientWithEnds(APIRawResponse.self)
         let first = client.send(tracked(group, "pull 1", .ignoreCurrent))
         let second = client.send(tracked(group, "pull 2", .ignoreCurrent))
         guard case .failed(.ignored) = second.state else {
             Issue.record("the second pull was not ignored: \(second.state)")
             return
         }
-        while !first.state.isTerminal { try await Task.sleep(for: .milliseconds(20)) }
+        await ends.waitForEnd(of: first)
         #expect(try await serverLog(group).map(\.name) == ["pull 1"])
     }
 
     @Test func defaultRequestsRunSideBySide() async throws {
         let group = UUID().uuidString
-        let client = Client<APIRawResponse>()
+        let (client, ends) = clientWithEnds(APIRawResponse.self)
         let tasks = (1...3).map { client.send(tracked(group, "r\($0)", .default, delay: 0.5)) }
-        for task in tasks {
-            while !task.state.isTerminal { try await Task.sleep(for: .milliseconds(20)) }
-        }
+        for task in tasks { await ends.waitForEnd(of: task) }
         let log = try await serverLog(group)
         #expect(log.count == 3)
         // All three were on the server at once.

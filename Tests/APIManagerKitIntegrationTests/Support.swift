@@ -77,3 +77,40 @@ func failure<Response>(_ call: () async throws(APIError) -> Response) async -> A
         return error
     }
 }
+
+/// Tells when tasks end, from the delegate's terminal events (the clients deliver `.immediate`),
+/// so a test awaits a task's end instead of polling its state.
+final class TaskEnds: APIManagerDelegate, @unchecked Sendable {
+    // @unchecked: `ended` and `waiters` are only touched under `lock`.
+    private let lock = NSLock()
+    private var ended: Set<UInt64> = []
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
+        end(task)
+    }
+
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFailWith error: APIError) {
+        end(task)
+    }
+
+    private func end(_ task: AnyAPITask) {
+        let waiter = lock.withLock {
+            ended.insert(task.identifier)
+            return waiters.removeValue(forKey: task.identifier)
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once the task has ended (at once if it already has).
+    func waitForEnd(of task: AnyAPITask) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let hasEnded = lock.withLock {
+                if ended.contains(task.identifier) { return true }
+                waiters[task.identifier] = continuation
+                return false
+            }
+            if hasEnded { continuation.resume() }
+        }
+    }
+}

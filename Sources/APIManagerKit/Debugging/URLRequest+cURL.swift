@@ -48,7 +48,7 @@ enum CURLCommand {
 
     static func isSecret(_ name: String, extra: Set<String>) -> Bool {
         let lowered = name.lowercased()
-        if SessionDelegate.credentialHeaders.contains(lowered) || extra.contains(lowered) { return true }
+        if CredentialHeaders.standard.contains(lowered) || extra.contains(lowered) { return true }
         return secretFragments.contains { lowered.contains($0) }
     }
 

@@ -66,12 +66,17 @@ public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, Expressib
     public static func encoding<Value: Encodable & Sendable>(
         _ value: Value, encoder: JSONEncoder = JSONEncoder()
     ) -> APIParameters {
+        encoded(value, encoder: encoder, placement: .byMethod)
+    }
+
+    /// One part whose value is `value` run through `encoder` when the request is built.
+    private static func encoded<Value: Encodable & Sendable>(
+        _ value: Value, encoder: JSONEncoder, placement: Placement
+    ) -> APIParameters {
         APIParameters(parts: [
             Part(
-                placement: .byMethod,
-                source: .lazy { () throws(APIError) in
-                    try APIValue(encoding: value, encoder: encoder)
-                })
+                placement: placement,
+                source: .lazy { () throws(APIError) in try APIValue(encoding: value, encoder: encoder) })
         ])
     }
 
@@ -89,13 +94,7 @@ public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, Expressib
     public static func query<Value: Encodable & Sendable>(
         encoding value: Value, encoder: JSONEncoder = JSONEncoder()
     ) -> APIParameters {
-        APIParameters(parts: [
-            Part(
-                placement: .query,
-                source: .lazy { () throws(APIError) in
-                    try APIValue(encoding: value, encoder: encoder)
-                })
-        ])
+        encoded(value, encoder: encoder, placement: .query)
     }
 
     /// A JSON body, whatever the method: an object (merged with other JSON parts) or any other value.

@@ -27,8 +27,6 @@ extension APIEngine {
         }
     }
 
-    static let credentialHeaders: Set<String> = ["Authorization", "Proxy-Authorization", "Cookie"]
-
     /// Applies the task's cache option before an attempt: answers from the cache (returning `nil`),
     /// delivers a cached copy ahead of the network, adds conditional headers, and says how to treat
     /// the response.
@@ -38,7 +36,7 @@ extension APIEngine {
     ) -> CacheContext? {
         let settings = task.cacheSettings
         let key = APICacheKey(request: request, partition: settings.partition)
-        let carriesCredentials = Self.credentialHeaders.union(sensitiveHeaders).contains {
+        let carriesCredentials = CredentialHeaders.standard.union(sensitiveHeaders).contains {
             request.value(forHTTPHeaderField: $0) != nil
         }
         let reasonNotToStore: String? =

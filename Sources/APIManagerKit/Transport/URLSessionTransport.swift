@@ -131,23 +131,22 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
     private var records: [Int: TaskRecord] = [:]
     private var ticker: (any DispatchSourceTimer)?
 
-    static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
     /// How often deadlines are checked while requests are in flight.
     static let tick: DispatchTimeInterval = .milliseconds(50)
 
     var count: Int { lock.withLock { records.count } }
 
     func register(_ record: TaskRecord, for task: URLSessionTask) {
-        let startTicker: Bool = lock.withLock {
+        let newTicker: (any DispatchSourceTimer)? = lock.withLock {
             records[task.taskIdentifier] = record
-            guard record.deadline != nil, ticker == nil else { return false }
+            guard record.deadline != nil, ticker == nil else { return nil }
             let timer = DispatchSource.makeTimerSource(queue: .global())
             ticker = timer
             timer.setEventHandler { [weak self] in self?.checkDeadlines() }
             timer.schedule(deadline: .now() + Self.tick, repeating: Self.tick)
-            return true
+            return timer
         }
-        if startTicker { lock.withLock { ticker }?.resume() }
+        newTicker?.resume()
     }
 
     private func record(for task: URLSessionTask) -> TaskRecord? {
@@ -188,7 +187,7 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
             return
         }
         var redirected = request
-        let sensitive = Self.credentialHeaders.union(record.sensitiveHeaders.map { $0.lowercased() })
+        let sensitive = CredentialHeaders.standard.union(record.sensitiveHeaders.map { $0.lowercased() })
         for name in (redirected.allHTTPHeaderFields ?? [:]).keys where sensitive.contains(name.lowercased()) {
             redirected.setValue(nil, forHTTPHeaderField: name)
         }
