@@ -28,6 +28,46 @@ struct TransportIntegrationTests {
         #expect(Date().timeIntervalSince(started) < 6)
     }
 
+    @Test func responseHeadersReadFromTheServerAnyCaseAnyThread() async throws {
+        let raw = try await Client<APIRawResponse>()
+            .response(for: HTTPRequest("response-headers", parameters: ["X-Served-By": "httpbin", "Custom": "a b"]))
+        #expect(raw.value(forHeader: "x-served-by") == "httpbin")
+        #expect(raw.value(forHeader: "CUSTOM") == "a b")
+        #expect(raw.value(forHeader: "X-Absent") == nil)
+        let fields = raw.headers
+        #expect(fields.keys.contains { $0.lowercased() == "content-type" })
+        #expect(fields.first { $0.key.lowercased() == "x-served-by" }?.value == "httpbin")
+        // Copies on other threads see the same headers, and the copy compares equal to a stored one.
+        let copies = await withTaskGroup(of: [String: String].self) { group in
+            for _ in 0..<8 { group.addTask { raw.headers } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(copies.allSatisfy { $0 == fields })
+        #expect(raw == APIRawResponse(statusCode: raw.statusCode, headers: fields, body: raw.body, url: raw.url))
+    }
+
+    @Test func cancellingAFinishedRequestDoesNothing() async throws {
+        let transport = URLSessionTransport()
+        // Whether the request has ended, and who waits for it: one lock for both, so neither is missed.
+        let state = Locked<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+        let handle = transport.send(URLRequest(url: Server.url.appendingPathComponent("get"))) { _ in
+            state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.ended = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }?.resume()
+        }
+        await withCheckedContinuation { continuation in
+            let ended = state.withLock { state -> Bool in
+                if !state.ended { state.waiter = continuation }
+                return state.ended
+            }
+            if ended { continuation.resume() }
+        }
+        handle.cancel()
+        #expect(transport.requestsInFlight == 0)
+    }
+
     @Test func cancellingTheAwaitingSwiftTaskCancelsTheRequest() async throws {
         let client = Client<Echoed>()
         let started = Date()

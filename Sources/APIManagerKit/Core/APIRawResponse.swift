@@ -4,24 +4,123 @@ import Foundation
 public struct APIRawResponse: Sendable, Hashable, Codable {
     /// The HTTP status code.
     public var statusCode: Int
-    /// The response headers. Look them up with ``value(forHeader:)``, which ignores case.
-    public var headers: [String: String]
     /// The response body; empty when the server sent none.
     public var body: Data
     /// The URL that answered, after redirects; `nil` when the transport does not know it.
     public var url: URL?
+    private var headerStorage: HeaderStorage
 
     public init(statusCode: Int, headers: [String: String] = [:], body: Data = Data(), url: URL? = nil) {
+        self.init(statusCode: statusCode, headerStorage: .fields(headers), body: body, url: url)
+    }
+
+    /// A response whose headers are read from `source` only when asked for: turning a platform
+    /// response's headers into a dictionary is a good part of a small request's cost on Linux.
+    init(statusCode: Int, headerSource: some APIHeaderSource, body: Data, url: URL?) {
+        self.init(statusCode: statusCode, headerStorage: .source(LazyHeaders(headerSource)), body: body, url: url)
+    }
+
+    private init(statusCode: Int, headerStorage: HeaderStorage, body: Data, url: URL?) {
         self.statusCode = statusCode
-        self.headers = headers
+        self.headerStorage = headerStorage
         self.body = body
         self.url = url
     }
 
+    /// The response headers. Look them up with ``value(forHeader:)``, which ignores case.
+    public var headers: [String: String] {
+        get {
+            switch headerStorage {
+            case .fields(let fields): return fields
+            case .source(let lazy): return lazy.fields
+            }
+        }
+        set { headerStorage = .fields(newValue) }
+    }
+
     /// The value of a header, matched without regard to case (RFC 9110 §5.1).
     public func value(forHeader name: String) -> String? {
-        if let exact = headers[name] { return exact }
-        let lowered = name.lowercased()
-        return headers.first { $0.key.lowercased() == lowered }?.value
+        switch headerStorage {
+        case .source(let lazy) where !lazy.isMaterialized:
+            return lazy.source.value(forHeader: name)
+        default:
+            let headers = self.headers
+            if let exact = headers[name] { return exact }
+            let lowered = name.lowercased()
+            return headers.first { $0.key.lowercased() == lowered }?.value
+        }
+    }
+
+    // MARK: Equatable, Hashable, Codable: as if the headers were a stored dictionary
+
+    public static func == (lhs: APIRawResponse, rhs: APIRawResponse) -> Bool {
+        lhs.statusCode == rhs.statusCode && lhs.body == rhs.body && lhs.url == rhs.url && lhs.headers == rhs.headers
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(statusCode)
+        hasher.combine(headers)
+        hasher.combine(body)
+        hasher.combine(url)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case statusCode, headers, body, url
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            statusCode: try container.decode(Int.self, forKey: .statusCode),
+            headers: try container.decode([String: String].self, forKey: .headers),
+            body: try container.decode(Data.self, forKey: .body),
+            url: try container.decodeIfPresent(URL.self, forKey: .url))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(statusCode, forKey: .statusCode)
+        try container.encode(headers, forKey: .headers)
+        try container.encode(body, forKey: .body)
+        try container.encodeIfPresent(url, forKey: .url)
+    }
+}
+
+/// Where a transport's response headers come from, read only when someone asks for them.
+protocol APIHeaderSource: Sendable {
+    /// Every header, names as received.
+    func allFields() -> [String: String]
+    /// One header, its name matched without regard to case.
+    func value(forHeader name: String) -> String?
+}
+
+extension APIRawResponse {
+    private enum HeaderStorage: Sendable {
+        case fields([String: String])
+        case source(LazyHeaders)
+    }
+
+    /// The headers of a source, turned into a dictionary once, on first use, by whichever thread
+    /// asks first.
+    private final class LazyHeaders: @unchecked Sendable {
+        // @unchecked: `materialized` is read and written only while holding `lock`; `source` is
+        // Sendable and never changes.
+        let source: any APIHeaderSource
+        private let lock = Lock()
+        private var materialized: [String: String]?
+
+        init(_ source: any APIHeaderSource) { self.source = source }
+
+        var isMaterialized: Bool { lock.withLock { materialized != nil } }
+
+        var fields: [String: String] {
+            if let fields = lock.withLock({ materialized }) { return fields }
+            let fields = source.allFields()
+            return lock.withLock {
+                if let earlier = materialized { return earlier }
+                materialized = fields
+                return fields
+            }
+        }
     }
 }

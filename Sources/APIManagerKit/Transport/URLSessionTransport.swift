@@ -68,16 +68,17 @@ public final class URLSessionTransport: APITransport {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         let record = TaskRecord(
-            origin: Origin(request.url), sensitiveHeaders: sensitiveHeaders, timeout: request.timeoutInterval,
-            completion: completion)
-        let delegate = self.delegate
-        let task = session.dataTask(with: request) { [weak record] data, response, error in
-            if let record { delegate.finish(record, data: data, response: response, error: error) }
+            delegate: delegate, requestURL: request.url, sensitiveHeaders: sensitiveHeaders,
+            timeout: request.timeoutInterval, completion: completion)
+        // The task holds the record (through its completion handler) until it completes, and the
+        // record holds the task until then too; `finish` breaks both links.
+        let task = session.dataTask(with: request) { data, response, error in
+            record.delegate.finish(record, data: data, response: response, error: error)
         }
         record.task = task
         delegate.register(record, for: task)
         task.resume()
-        return URLSessionTaskCancellable(task: task)
+        return record
     }
 
     /// The number of requests the transport still holds (for tests and leak checks): 0 once every
@@ -99,29 +100,37 @@ struct Origin: Equatable {
     }
 }
 
-/// What the transport keeps for one request while it runs.
-final class TaskRecord: @unchecked Sendable {
+/// What the transport keeps for one request while it runs; also the handle that cancels it.
+final class TaskRecord: APICancellable, @unchecked Sendable {
     // @unchecked: the `var`s are read and written only while holding the delegate's lock (`task` is
     // set once, before the record is registered); the `let`s never change.
-    let origin: Origin?
+    let delegate: SessionDelegate
+    let requestURL: URL?
     let sensitiveHeaders: Set<String>
-    let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
     /// When the attempt times out, in uptime nanoseconds; `nil` for no limit.
     let deadline: UInt64?
+    var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
     var task: URLSessionTask?
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
     var rejectedChallenge = false
     var timedOut = false
 
     init(
-        origin: Origin?, sensitiveHeaders: Set<String>, timeout: TimeInterval,
+        delegate: SessionDelegate, requestURL: URL?, sensitiveHeaders: Set<String>, timeout: TimeInterval,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) {
-        self.origin = origin
+        self.delegate = delegate
+        self.requestURL = requestURL
         self.sensitiveHeaders = sensitiveHeaders
         self.completion = completion
         self.deadline =
             timeout > 0 && timeout < 1e9 ? DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9) : nil
+    }
+
+    /// Cancels the `URLSessionTask` if it is still running; once it has ended, does nothing (the
+    /// record no longer holds it).
+    func cancel() {
+        delegate.cancel(self)
     }
 }
 
@@ -182,7 +191,7 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
     ) {
-        guard let record = record(for: task), record.origin != Origin(request.url) else {
+        guard let record = record(for: task), Origin(record.requestURL) != Origin(request.url) else {
             completionHandler(request)
             return
         }
@@ -209,15 +218,22 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         #endif
     }
 
+    func cancel(_ record: TaskRecord) {
+        lock.withLock { record.task }?.cancel()
+    }
+
     func finish(_ record: TaskRecord, data: Data?, response: URLResponse?, error: (any Error)?) {
-        let (timedOut, rejectedChallenge, task): (Bool, Bool, URLSessionTask?) = lock.withLock {
+        let (completion, timedOut, rejectedChallenge, task) = lock.withLock {
             let task = record.task
             if let task, records[task.taskIdentifier] === record { records[task.taskIdentifier] = nil }
+            let completion = record.completion
             record.task = nil
-            return (record.timedOut, record.rejectedChallenge, task)
+            record.completion = nil
+            return (completion, record.timedOut, record.rejectedChallenge, task)
         }
+        guard let completion else { return }
         if timedOut {
-            record.completion(.failure(URLError(.timedOut)))
+            completion(.failure(URLError(.timedOut)))
             return
         }
         var http = response as? HTTPURLResponse
@@ -226,35 +242,42 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
             guard rejectedChallenge, (error as? URLError)?.code == .cancelled,
                 let challenged = task?.response as? HTTPURLResponse
             else {
-                record.completion(.failure(error))
+                completion(.failure(error))
                 return
             }
             http = challenged
         }
         guard let http else {
-            record.completion(.failure(URLError(.badServerResponse)))
+            completion(.failure(URLError(.badServerResponse)))
             return
         }
-        // `allHeaderFields` rebuilds its dictionary on every call on Linux: read it once.
-        let fields = http.allHeaderFields
+        completion(
+            .success(
+                APIRawResponse(
+                    statusCode: http.statusCode, headerSource: ResponseHeaders(response: http), body: data ?? Data(),
+                    url: http.url)))
+    }
+}
+
+/// The headers of an `HTTPURLResponse`, read when asked for: `allHeaderFields` builds a new
+/// dictionary of `AnyHashable` keys on every call on Linux, which costs more than the rest of the
+/// transport's work for a small response, and most responses are decoded without a header read.
+struct ResponseHeaders: APIHeaderSource, @unchecked Sendable {
+    // @unchecked: the response is never mutated once URLSession has delivered it.
+    let response: HTTPURLResponse
+
+    func allFields() -> [String: String] {
+        let fields = response.allHeaderFields
         var headers: [String: String] = [:]
         headers.reserveCapacity(fields.count)
         for (key, value) in fields {
             let name = key.base as? String ?? String(describing: key.base)
             headers[name] = value as? String ?? String(describing: value)
         }
-        record.completion(
-            .success(APIRawResponse(statusCode: http.statusCode, headers: headers, body: data ?? Data(), url: http.url))
-        )
+        return headers
     }
-}
 
-/// Cancels a task without keeping it alive: once URLSession lets go of a finished task, so does
-/// the handle.
-private final class URLSessionTaskCancellable: APICancellable, @unchecked Sendable {
-    // @unchecked: a weak reference is thread-safe, and URLSessionTask.cancel() is documented
-    // thread-safe; nothing else is touched.
-    weak var task: URLSessionTask?
-    init(task: URLSessionTask) { self.task = task }
-    func cancel() { task?.cancel() }
+    func value(forHeader name: String) -> String? {
+        response.value(forHTTPHeaderField: name)
+    }
 }
