@@ -49,11 +49,11 @@ struct RawResponseHeadersTests {
     @Test func manyThreadsReadingAtOnceSeeOneDictionary() {
         let source = CountingHeaderSource(fields)
         let response = APIRawResponse(statusCode: 200, headerSource: source, body: Data(), url: nil)
-        let mismatches = Counter()
+        let mismatches = Locked(0)
         DispatchQueue.concurrentPerform(iterations: 64) { _ in
-            if response.headers != fields { mismatches.increment() }
+            if response.headers != fields { mismatches.withLock { $0 += 1 } }
         }
-        #expect(mismatches.value == 0)
+        #expect(mismatches.withLock { $0 } == 0)
         // Racing first readers may each build the dictionary, but once one has stored it, no more.
         let callsAfterRace = source.allFieldsCalls
         _ = response.headers
@@ -90,12 +90,4 @@ struct RawResponseHeadersTests {
         #expect(decoded == lazy)
         #expect(decoded.headers == fields)
     }
-}
-
-final class Counter: @unchecked Sendable {
-    // @unchecked: `count` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
 }
