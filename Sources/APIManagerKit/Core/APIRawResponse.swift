@@ -41,10 +41,9 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
     /// The value of a header, matched without regard to case (RFC 9110 §5.1).
     public func value(forHeader name: String) -> String? {
         switch headerStorage {
-        case .source(let lazy) where !lazy.isMaterialized:
+        case .source(let lazy):
             return lazy.source.value(forHeader: name)
-        default:
-            let headers = self.headers
+        case .fields(let headers):
             if let exact = headers[name] { return exact }
             let lowered = name.lowercased()
             return headers.first { $0.key.lowercased() == lowered }?.value
@@ -110,8 +109,6 @@ extension APIRawResponse {
         private var materialized: [String: String]?
 
         init(_ source: any APIHeaderSource) { self.source = source }
-
-        var isMaterialized: Bool { lock.withLock { materialized != nil } }
 
         var fields: [String: String] {
             if let fields = lock.withLock({ materialized }) { return fields }
