@@ -115,6 +115,25 @@ struct PolicyTests {
         #expect(h.recorder.events(of: second) == ["waiting", "failed cancelled(explicit)"])
     }
 
+    @Test func oneCancellationThatFreesSeveralScopesStartsTheNextTaskOfEach() {
+        let h = Harness()
+        let scopes = ["a", "b", "c", "d"]
+        let heads = scopes.map { h.send(TestRequest("/held", .waitUntilDone, scope: $0)) }
+        let nexts = scopes.map { h.send(TestRequest("/held", .waitUntilDone, scope: $0)) }
+        #expect(nexts.map(\.state.name) == ["waiting", "waiting", "waiting", "waiting"])
+        let headIdentifiers = Set(heads.map(\.identifier))
+
+        // One call ends four running tasks, so one transition starts four waiting ones.
+        h.manager.cancelTasks { headIdentifiers.contains($0.identifier) }
+
+        #expect(heads.map(\.state.name).allSatisfy { $0 == "cancelled(explicit)" })
+        #expect(nexts.map(\.state.name) == ["running", "running", "running", "running"])
+        for task in nexts {
+            #expect(h.recorder.events(of: task) == ["waiting", "start 1"])
+        }
+        #expect(h.transport.heldCount == 4)
+    }
+
     // MARK: waitUntilDoneHighPriority
 
     @Test func highPriorityWaitsForRunningTasksThenStartsBeforeWaitingOnes() {

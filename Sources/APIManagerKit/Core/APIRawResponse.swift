@@ -105,8 +105,14 @@ extension APIRawResponse {
         // @unchecked: `materialized` is read and written only while holding `lock`; `source` is
         // Sendable and never changes.
         let source: any APIHeaderSource
-        private let lock = Lock()
         private var materialized: [String: String]?
+
+        /// Locks shared by all lazy headers, picked by address: most responses never build their
+        /// headers, so none of them pays for a lock of its own (two allocations and a mutex).
+        private static let locks: [Lock] = (0..<16).map { _ in Lock() }
+        private var lock: Lock {
+            Self.locks[Int(truncatingIfNeeded: UInt(bitPattern: ObjectIdentifier(self)) >> 4) & 15]
+        }
 
         init(_ source: any APIHeaderSource) { self.source = source }
 

@@ -8,7 +8,7 @@ extension APIEngine {
     struct Effects {
         var cancellations: [any APICancellable] = []
         var observations: [(@Sendable (AnyAPITask.Observation) -> Void, AnyAPITask.Observation)] = []
-        var starts: [StartTrampoline.Start] = []
+        var starts = StartTrampoline.Starts()
         var retries: [(AnyAPITask, Int, TimeInterval)] = []
         var deadlines: [(AnyAPITask, TimeInterval)] = []
         var delivery: APIDelivery?
@@ -56,15 +56,21 @@ extension APIEngine {
     }
 
     /// Delivers queued events until none are left. Only one thread delivers at a time.
+    ///
+    /// The outbox and the batch being delivered trade places, and the emptied batch is kept as
+    /// `spareOutbox`, so a steady flow of events reuses two buffers instead of allocating one per
+    /// batch.
     private func deliverEvents() {
         var batch: [(AnyAPITask, AnyAPITask.Event)] = []
         while true {
             lock.lock()
             if outbox.isEmpty {
                 isDeliveryScheduled = false
+                if spareOutbox.capacity < batch.capacity { swap(&spareOutbox, &batch) }
                 lock.unlock()
                 return
             }
+            if batch.capacity == 0 { swap(&batch, &spareOutbox) }
             swap(&batch, &outbox)
             lock.unlock()
             for (task, event) in batch {

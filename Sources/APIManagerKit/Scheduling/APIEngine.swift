@@ -39,6 +39,8 @@ public final class APIEngine: @unchecked Sendable {
     private let defaultScope = ScopeState(key: nil)
     private var namedScopes: [String: ScopeState] = [:]
     var outbox: [(AnyAPITask, AnyAPITask.Event)] = []
+    /// An empty buffer with capacity, kept for the next batch (see `deliverEvents`).
+    var spareOutbox: [(AnyAPITask, AnyAPITask.Event)] = []
     var isDeliveryScheduled = false
 
     /// - Parameters:

@@ -43,6 +43,14 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         manager?.retryDelay(for: self, afterAttempt: attempt, error: error)
     }
 
+    /// The response a payload of this task carries. Payloads come only from this task's own
+    /// ``buildResponse(_:)``, so the type always matches. A conditional cast (`as?`) would build
+    /// the metadata of `Manager.Response?` at run time for every event, which costs more than the
+    /// rest of the delivery.
+    private static func response(in payload: any Sendable) -> Manager.Response {
+        payload as! Manager.Response
+    }
+
     override func deliver(_ event: Event) {
         guard let manager else { return }
         switch event {
@@ -53,11 +61,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .willRetry(let delay, let error):
             manager.task(self, willRetryAfter: delay, error: error)
         case .cachedResponse(let payload):
-            guard let response = payload as? Manager.Response else { return }
-            manager.task(self, didReceiveCachedResponse: response)
+            manager.task(self, didReceiveCachedResponse: Self.response(in: payload))
         case .finished(let payload):
-            guard let response = payload as? Manager.Response else { return }
-            manager.task(self, didFinishWith: response)
+            manager.task(self, didFinishWith: Self.response(in: payload))
         case .failed(let error):
             manager.task(self, didFailWith: error)
         }
