@@ -43,14 +43,6 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         manager?.retryDelay(for: self, afterAttempt: attempt, error: error)
     }
 
-    /// The response a payload of this task carries. Payloads come only from this task's own
-    /// ``buildResponse(_:)``, so the type always matches. A conditional cast (`as?`) would build
-    /// the metadata of `Manager.Response?` at run time for every event, which costs more than the
-    /// rest of the delivery.
-    private static func response(in payload: any Sendable) -> Manager.Response {
-        payload as! Manager.Response
-    }
-
     override func deliver(_ event: Event) {
         guard let manager else { return }
         switch event {
@@ -60,10 +52,16 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             manager.task(self, didStartAttempt: attempt)
         case .willRetry(let delay, let error):
             manager.task(self, willRetryAfter: delay, error: error)
-        case .cachedResponse(let payload):
-            manager.task(self, didReceiveCachedResponse: Self.response(in: payload))
-        case .finished(let payload):
-            manager.task(self, didFinishWith: Self.response(in: payload))
+        // Payloads come only from this task's own `buildResponse(_:)`, so the casts below always
+        // succeed. They are pattern casts rather than `as?`: an `as?` builds the metadata of
+        // `Manager.Response?` at run time for every event, which costs more than the rest of the
+        // delivery.
+        case .cachedResponse(let response as Manager.Response):
+            manager.task(self, didReceiveCachedResponse: response)
+        case .finished(let response as Manager.Response):
+            manager.task(self, didFinishWith: response)
+        case .cachedResponse, .finished:
+            break
         case .failed(let error):
             manager.task(self, didFailWith: error)
         }
