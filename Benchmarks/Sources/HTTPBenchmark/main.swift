@@ -15,7 +15,9 @@ struct Options {
     var rounds = 5
     var memoryOnly = false
     /// What is compared with raw URLSession: `manager`, `transport` (URLSessionTransport alone),
-    /// `delegated` (raw URLSession on a session with an empty delegate).
+    /// `delegated` (raw URLSession on a session with an empty delegate), or a calibration client:
+    /// `busyN` and `postN`, the transport with an N µs busy loop before each send or in each
+    /// completion handler.
     var candidates = ["manager"]
     var memoryClient = "manager"
     /// Runs only this client, `requests` times, `inFlight` at a time (for profilers such as
@@ -176,7 +178,7 @@ let options = parseOptions()
 guard let baseURL = options.baseURL else {
     FileHandle.standardError.write(
         Data(
-            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,transport,delegated] [--memory CLIENT] [--only CLIENT [--in-flight N]]\n"
+            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN] [--memory CLIENT] [--only CLIENT [--in-flight N]]\n"
                 .utf8))
     exit(64)
 }
@@ -192,13 +194,46 @@ func sendThroughTransport(_ url: URL, done: @escaping @Sendable (Bool) -> Void) 
         if case .success(let response) = result { done(response.statusCode == 200) } else { done(false) }
     }
 }
+
+/// Spins for `nanoseconds` without sleeping, allocating or locking: the calibration clients' stand-in
+/// for a layer's own work.
+@Sendable @inline(never) func busyLoop(nanoseconds: UInt64) {
+    let end = DispatchTime.now().uptimeNanoseconds + nanoseconds
+    while DispatchTime.now().uptimeNanoseconds < end {}
+}
+
+/// The calibration clients: URLSessionTransport alone with an N µs busy loop before each send
+/// (`busyN`) or in each completion handler, before the run is told (`postN`). They show what this
+/// method charges for a few microseconds of work added to a request's path.
+func calibrationClient(named name: String) -> ((URL, @escaping @Sendable (Bool) -> Void) -> Void)? {
+    for prefix in ["busy", "post"] where name.hasPrefix(prefix) {
+        guard let microseconds = UInt64(name.dropFirst(prefix.count)) else { return nil }
+        let nanoseconds = microseconds * 1000
+        if prefix == "busy" {
+            return { url, done in
+                busyLoop(nanoseconds: nanoseconds)
+                sendThroughTransport(url, done: done)
+            }
+        }
+        return { url, done in
+            _ = transport.send(URLRequest(url: url)) { result in
+                busyLoop(nanoseconds: nanoseconds)
+                if case .success(let response) = result { done(response.statusCode == 200) } else { done(false) }
+            }
+        }
+    }
+    return nil
+}
 /// The manager client: a new manager for each run.
 func sendThroughManager(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
     managerClient.send(url, done: done, run: currentRun)
 }
-let clients: [String: (URL, @escaping @Sendable (Bool) -> Void) -> Void] = [
+let namedClients: [String: (URL, @escaping @Sendable (Bool) -> Void) -> Void] = [
     "manager": sendThroughManager, "transport": sendThroughTransport, "delegated": delegated.send, "raw": raw.send,
 ]
+@MainActor func client(named name: String) -> ((URL, @escaping @Sendable (Bool) -> Void) -> Void)? {
+    namedClients[name] ?? calibrationClient(named: name)
+}
 let small = baseURL.appendingPathComponent("small.json")
 let large = baseURL.appendingPathComponent("large.bin")
 
@@ -209,7 +244,10 @@ func median(_ values: [Double]) -> Double {
 
 if options.memoryOnly {
     // Peak resident memory after 2k and after 20k requests (8 in flight, 205 B).
-    guard let client = clients[options.memoryClient] else { exit(64) }
+    guard let client = client(named: options.memoryClient) else {
+        FileHandle.standardError.write(Data("unknown client \(options.memoryClient)\n".utf8))
+        exit(64)
+    }
     _ = measure(count: 2000, inFlight: 8) { client(small, $0) }
     let at2k = memory()
     _ = measure(count: 18_000, inFlight: 8) { client(small, $0) }
@@ -226,7 +264,11 @@ if options.memoryOnly {
     exit(0)
 }
 
-if let only = options.only, let client = clients[only] {
+if let only = options.only {
+    guard let client = client(named: only) else {
+        FileHandle.standardError.write(Data("unknown client \(only)\n".utf8))
+        exit(64)
+    }
     let sample = measure(count: options.requests, inFlight: options.inFlight) { client(small, $0) }
     print(
         String(
@@ -277,7 +319,10 @@ print("\(options.requests) requests per run, \(options.rounds) rounds; in each r
 print("run back to back, in alternating order; ratios are medians of the per-round ratios.")
 print("")
 for candidate in options.candidates {
-    guard let client = clients[candidate] else { continue }
+    guard let client = client(named: candidate) else {
+        FileHandle.standardError.write(Data("unknown candidate \(candidate)\n".utf8))
+        exit(64)
+    }
     print(
         "| body | in flight | raw URLSession req/s | \(candidate) req/s | req/s ratio | raw CPU µs/req | \(candidate) CPU µs/req | CPU ratio |"
     )
