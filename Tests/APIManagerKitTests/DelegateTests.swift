@@ -155,6 +155,20 @@ struct DelegateTests {
         #expect(clock.pendingTimerCount == 0)
     }
 
+    @Test func aFinishedTaskThatIsStillHeldDoesNotKeepItsResponse() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/big", .json("{}"))
+        let manager = TrackingManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let task = manager.send(TestRequest("/big"))
+        #expect(task.state.name == "finished")
+        #expect(task.responseSource == .network)
+        let delivered = manager.delivered.withLock { $0 }
+        #expect(delivered.count == 1)
+        // The finish hook had the response and let it go; the task, still held here, does not keep it.
+        #expect(delivered.first?.object == nil)
+    }
+
     @Test func aURLRequestHookThatThrowsFailsTheTaskAsAnInvalidRequest() {
         let h = Harness()
         let manager = SigningManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
@@ -189,6 +203,24 @@ final class SigningManager: APIManager {
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+
+/// A response that is a class, so a test can tell when nothing holds it any more.
+final class TrackedResponse: APIResponse {
+    let body: Data
+    init(from raw: APIRawResponse) throws { body = raw.body }
+}
+
+/// Keeps a weak reference to every response its finish hook receives.
+final class TrackingManager: APIManager {
+    typealias Request = TestRequest
+    typealias Response = TrackedResponse
+    let engine: APIEngine
+    let delivered = Locked<[WeakReference<TrackedResponse>]>([])
+    init(engine: APIEngine) { self.engine = engine }
+    func task(_ task: APITask<TestRequest>, didFinishWith response: TrackedResponse) {
+        delivered.withLock { $0.append(WeakReference(response)) }
+    }
+}
 
 /// Holds an object weakly, to check that it was released.
 final class WeakReference<Object: AnyObject> {

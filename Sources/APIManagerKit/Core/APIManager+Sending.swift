@@ -21,10 +21,9 @@ extension APIManager {
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<any Sendable, APIError>, Never>) in
-                engine.observe(task) { observation in
+                engine.submit(task) { observation in
                     if case .ended(let outcome, _) = observation { continuation.resume(returning: outcome) }
                 }
-                engine.submit(task)
             }
         } onCancel: {
             task.cancel(reason: .concurrency)
@@ -48,7 +47,10 @@ extension APIManager {
     public func responses(for request: Request) -> AsyncThrowingStream<APISourcedResponse<Response>, any Error> {
         let task = makeTask(for: request)
         return AsyncThrowingStream { continuation in
-            engine.observe(task) { observation in
+            continuation.onTermination = { termination in
+                if case .cancelled = termination { task.cancel(reason: .concurrency) }
+            }
+            engine.submit(task) { observation in
                 switch observation {
                 case .cached(let payload):
                     if let response = payload as? Response {
@@ -63,10 +65,6 @@ extension APIManager {
                     continuation.finish(throwing: error)
                 }
             }
-            continuation.onTermination = { termination in
-                if case .cancelled = termination { task.cancel(reason: .concurrency) }
-            }
-            engine.submit(task)
         }
     }
 

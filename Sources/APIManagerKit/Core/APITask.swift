@@ -72,7 +72,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     var deadlineTimer: (any APICancellable)?
     var cancellationBeforeSubmit: APIError.CancellationReason?
     var observer: (@Sendable (Observation) -> Void)?
-    var terminalOutcome: Result<any Sendable, APIError>?
+    /// The error the task ended with; `nil` while in flight and once it finished with a response.
+    /// The response itself is not kept: a task the caller holds after it ended does not keep its
+    /// response (and its body) alive.
+    var failure: APIError?
     var source: APIResponseSource?
     // Intrusive list links: a task is in at most one list of its scope at a time.
     var membership: Membership = .none
@@ -129,10 +132,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
             case .running: return .running
             case .waitingForRetry: return .waitingForRetry
             case .ended:
-                switch terminalOutcome {
-                case .failure(let error): return .failed(error)
-                case .success, nil: return .finished
-                }
+                if let failure { return .failed(failure) }
+                return .finished
             }
         }
     }

@@ -121,14 +121,17 @@ public final class APIEngine: @unchecked Sendable {
     // MARK: Submitting
 
     /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before
-    /// being submitted) ends it.
-    func submit(_ task: AnyAPITask) {
+    /// being submitted) ends it. `observer`, if given, is told what the async API needs (a cached
+    /// copy, the end); it is registered before anything can happen to the task, so it never misses
+    /// the end.
+    func submit(_ task: AnyAPITask, observer: (@Sendable (AnyAPITask.Observation) -> Void)? = nil) {
         var effects = Effects()
         lock.lock()
         guard task.phase == .created else {
             lock.unlock()
             return
         }
+        task.observer = observer
         nextSequence += 1
         task.sequence = nextSequence
         if let reason = task.cancellationBeforeSubmit {
@@ -173,20 +176,6 @@ public final class APIEngine: @unchecked Sendable {
         }
         lock.unlock()
         perform(effects)
-    }
-
-    /// Registers what to tell about the task (a cached copy, its end); told at once, on this thread,
-    /// if it has ended.
-    func observe(_ task: AnyAPITask, _ observer: @escaping @Sendable (AnyAPITask.Observation) -> Void) {
-        lock.lock()
-        if let outcome = task.terminalOutcome {
-            let source = task.source
-            lock.unlock()
-            observer(.ended(outcome, source))
-            return
-        }
-        task.observer = observer
-        lock.unlock()
     }
 
     // MARK: Cancelling
@@ -468,7 +457,7 @@ public final class APIEngine: @unchecked Sendable {
             task.deadlineTimer = nil
         }
         task.phase = .ended
-        task.terminalOutcome = outcome
+        if case .failure(let error) = outcome { task.failure = error }
         if notify {
             switch outcome {
             case .success(let response): emit(.finished(response), for: task, effects: &effects)
