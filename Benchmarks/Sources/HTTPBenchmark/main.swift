@@ -190,9 +190,12 @@ let delegated = RawClient(
 let managerClient = ManagerClient()
 let transport = URLSessionTransport()
 func sendThroughTransport(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
-    _ = transport.send(URLRequest(url: url)) { result in
-        if case .success(let response) = result { done(response.statusCode == 200) } else { done(false) }
-    }
+    _ = transport.send(URLRequest(url: url)) { report($0, to: done) }
+}
+
+/// Tells the run whether the transport's answer is a `200`.
+@Sendable func report(_ result: Result<APIRawResponse, any Error>, to done: @Sendable (Bool) -> Void) {
+    if case .success(let response) = result { done(response.statusCode == 200) } else { done(false) }
 }
 
 /// Spins for `nanoseconds` without sleeping, allocating or locking: the calibration clients' stand-in
@@ -206,24 +209,27 @@ func sendThroughTransport(_ url: URL, done: @escaping @Sendable (Bool) -> Void) 
 /// (`busyN`) or in each completion handler, before the run is told (`postN`). They show what this
 /// method charges for a few microseconds of work added to a request's path.
 func calibrationClient(named name: String) -> ((URL, @escaping @Sendable (Bool) -> Void) -> Void)? {
-    for prefix in ["busy", "post"] where name.hasPrefix(prefix) {
-        guard let microseconds = UInt64(name.dropFirst(prefix.count)) else { return nil }
-        let nanoseconds = microseconds * 1000
-        if prefix == "busy" {
-            return { url, done in
-                busyLoop(nanoseconds: nanoseconds)
-                sendThroughTransport(url, done: done)
-            }
+    // At most one second, so the nanoseconds cannot overflow.
+    guard let microseconds = UInt64(name.dropFirst(4)), microseconds <= 1_000_000 else { return nil }
+    let nanoseconds = microseconds * 1000
+    switch name.prefix(4) {
+    case "busy":
+        return { url, done in
+            busyLoop(nanoseconds: nanoseconds)
+            sendThroughTransport(url, done: done)
         }
+    case "post":
         return { url, done in
             _ = transport.send(URLRequest(url: url)) { result in
                 busyLoop(nanoseconds: nanoseconds)
-                if case .success(let response) = result { done(response.statusCode == 200) } else { done(false) }
+                report(result, to: done)
             }
         }
+    default:
+        return nil
     }
-    return nil
 }
+
 /// The manager client: a new manager for each run.
 func sendThroughManager(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
     managerClient.send(url, done: done, run: currentRun)
