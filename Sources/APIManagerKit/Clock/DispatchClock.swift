@@ -1,7 +1,10 @@
 import Dispatch
 import Foundation
 
-/// The default clock: `DispatchTime` for readings, `DispatchQueue.asyncAfter` for timers.
+/// The default clock: `DispatchTime` for readings, a `DispatchSourceTimer` per timer.
+///
+/// Cancelling a timer releases its action at once: a cancelled timer keeps nothing alive until its
+/// due time (a `DispatchWorkItem` given to `asyncAfter` would keep its closure until then).
 public struct DispatchClock: APIClock {
     private let queue: DispatchQueue
 
@@ -20,20 +23,34 @@ public struct DispatchClock: APIClock {
     static let longestDelay: TimeInterval = 365 * 24 * 3600
 
     public func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any APICancellable {
-        let item = DispatchWorkItem(block: action)
-        if !(delay > 0) {
-            queue.async(execute: item)
-        } else if delay < Self.longestDelay {
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay * 1_000_000_000)), execute: item)
-        } else {
-            queue.asyncAfter(deadline: .distantFuture, execute: item)
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        // The handler holds the source, so an armed timer fires even if its handle is dropped; the
+        // cycle ends when the source is cancelled (as it fires, or by the handle), which releases
+        // the handler and, with it, the action.
+        source.setEventHandler {
+            guard !source.isCancelled else { return }
+            source.cancel()
+            action()
         }
-        return DispatchWorkItemCancellable(item: item)
+        let deadline: DispatchTime
+        if !(delay > 0) {
+            deadline = .now()
+        } else if delay < Self.longestDelay {
+            deadline = .now() + .nanoseconds(Int(delay * 1_000_000_000))
+        } else {
+            deadline = .distantFuture
+        }
+        source.schedule(deadline: deadline, repeating: .never)
+        source.resume()
+        return DispatchSourceCancellable(source: source)
     }
 }
 
-private struct DispatchWorkItemCancellable: APICancellable, @unchecked Sendable {
-    // @unchecked: DispatchWorkItem.cancel() is thread-safe; the item is never mutated otherwise.
-    let item: DispatchWorkItem
-    func cancel() { item.cancel() }
+private final class DispatchSourceCancellable: APICancellable, @unchecked Sendable {
+    // @unchecked: `source` is a `let`; DispatchSource's `cancel()` is thread-safe and idempotent.
+    private let source: any DispatchSourceTimer
+
+    init(source: any DispatchSourceTimer) { self.source = source }
+
+    func cancel() { source.cancel() }
 }

@@ -22,18 +22,25 @@ extension APIEngine {
     func perform(_ effects: Effects) {
         effects.performCancellationsAndCompletions()
         for (task, deadline) in effects.deadlines {
-            let timer = clock.schedule(after: deadline) { [weak self] in self?.deadlineFired(task, deadline: deadline) }
+            // Timers hold the task weakly: a clock may keep a cancelled timer's closure until its due
+            // time, and the engine keeps every task in flight itself.
+            let timer = clock.schedule(after: deadline) { [weak self, weak task] in
+                if let task { self?.deadlineFired(task, deadline: deadline) }
+            }
             store(timer, in: task, as: \.deadlineTimer) { $0.phase != .ended }
         }
         for (task, attempt, delay) in effects.retries {
-            let timer = clock.schedule(after: delay) { [weak self] in self?.retryTimerFired(task, attempt: attempt) }
+            let timer = clock.schedule(after: delay) { [weak self, weak task] in
+                if let task { self?.retryTimerFired(task, attempt: attempt) }
+            }
             store(timer, in: task, as: \.retryTimer) { $0.phase == .waitingForRetry && $0.attemptNumber == attempt }
         }
         if !effects.starts.isEmpty {
             StartTrampoline.perform(effects.starts)
         }
         switch effects.delivery {
-        case .queue(let queue)?: queue.async { self.deliverEvents() }
+        // Weakly: a pending delivery must not keep a released manager's engine (and its tasks) alive.
+        case .queue(let queue)?: queue.async { [weak self] in self?.deliverEvents() }
         case .immediate?: deliverEvents()
         case nil: break
         }

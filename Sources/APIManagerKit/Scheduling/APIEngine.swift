@@ -148,7 +148,11 @@ public final class APIEngine: @unchecked Sendable {
                 for other in scope.started.snapshot() + scope.startedFromLine.snapshot() + scope.line.snapshot() {
                     end(other, with: .failure(.cancelled(reason: .policy)), effects: &effects, pump: false)
                 }
-                startDirectly(task, in: scope, effects: &effects)
+                // Ending the last task of a named scope closed it; the new task opens it again, so
+                // the scope it runs in is the one later tasks of the same key find.
+                let reopened = self.scope(for: task.concurrencyScope)
+                task.scope = reopened
+                startDirectly(task, in: reopened, effects: &effects)
             case .waitUntilDone:
                 if scope.isIdle {
                     startDirectly(task, in: scope, effects: &effects)
@@ -203,8 +207,15 @@ public final class APIEngine: @unchecked Sendable {
         guard !chosen.isEmpty else { return }
         var effects = Effects()
         lock.lock()
+        // End every chosen task before any line moves on: a waiting task that is itself being
+        // cancelled must never start (and be sent) because a task ahead of it ended first.
+        var touched: [ObjectIdentifier: ScopeState] = [:]
         for task in chosen where task.phase != .ended {
-            end(task, with: .failure(.cancelled(reason: reason)), effects: &effects)
+            if let scope = task.scope { touched[ObjectIdentifier(scope)] = scope }
+            end(task, with: .failure(.cancelled(reason: reason)), effects: &effects, pump: false)
+        }
+        for scope in touched.values.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) {
+            pump(scope, effects: &effects)
         }
         lock.unlock()
         perform(effects)
@@ -256,6 +267,8 @@ public final class APIEngine: @unchecked Sendable {
         let context = cacheContext
         let sentRequest = urlRequest
         let sensitive = sensitiveHeaders
+        // A task that ended while its request was being built is never handed to the transport.
+        guard claimSend(task, attempt: attempt) else { return }
         monitor?(
             APIEvent(
                 kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: sentRequest, duration: nil,
@@ -364,6 +377,19 @@ public final class APIEngine: @unchecked Sendable {
         lock.unlock()
         perform(effects)
         return true
+    }
+
+    /// Whether the attempt may go to the transport: it is still the task's current one. An attempt
+    /// abandoned while it was being built is settled here instead.
+    private func claimSend(_ task: AnyAPITask, attempt: Int) -> Bool {
+        lock.withLock {
+            guard task.attemptNumber == attempt else { return false }
+            if case .abandoned = task.attemptProgress {
+                task.attemptProgress = .idle
+                return false
+            }
+            return task.phase == .running
+        }
     }
 
     private func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
@@ -478,7 +504,8 @@ public final class APIEngine: @unchecked Sendable {
             }
             task.scope = nil
             if shouldPump { pump(scope, effects: &effects) }
-            if let key = scope.key, scope.isIdle { namedScopes[key] = nil }
+            // A named scope exists exactly as long as it has a task in flight.
+            if let key = scope.key, scope.isIdle, namedScopes[key] === scope { namedScopes[key] = nil }
         }
     }
 
