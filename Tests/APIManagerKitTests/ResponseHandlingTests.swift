@@ -148,8 +148,7 @@ struct ResponseHandlingTests {
         #expect(error.statusCode == 422)
         #expect(
             error.description
-                == "The server answered 422 (unprocessable entity): \(message)".replacingOccurrences(
-                    of: "unprocessable entity", with: HTTPURLResponse.localizedString(forStatusCode: 422)))
+                == "The server answered 422 (unprocessable entity): \(message)")
     }
 
     @Test func bodiesWithoutAMessageGiveNone() async {

@@ -23,15 +23,6 @@ public struct DispatchClock: APIClock {
     static let longestDelay: TimeInterval = 365 * 24 * 3600
 
     public func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any APICancellable {
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        // The handler holds the source, so an armed timer fires even if its handle is dropped; the
-        // cycle ends when the source is cancelled (as it fires, or by the handle), which releases
-        // the handler and, with it, the action.
-        source.setEventHandler {
-            guard !source.isCancelled else { return }
-            source.cancel()
-            action()
-        }
         let deadline: DispatchTime
         if !(delay > 0) {
             deadline = .now()
@@ -40,17 +31,44 @@ public struct DispatchClock: APIClock {
         } else {
             deadline = .distantFuture
         }
-        source.schedule(deadline: deadline, repeating: .never)
-        source.resume()
-        return DispatchSourceCancellable(source: source)
+        return DispatchClockTimer(queue: queue, deadline: deadline, action: action)
     }
 }
 
-private final class DispatchSourceCancellable: APICancellable, @unchecked Sendable {
-    // @unchecked: `source` is a `let`; DispatchSource's `cancel()` is thread-safe and idempotent.
+/// One timer: a one-shot dispatch source and the action, which `cancel()` lets go of at once.
+private final class DispatchClockTimer: APICancellable, @unchecked Sendable {
+    // @unchecked: `action` is read and written only while holding `lock`; `source` is a `let`, and
+    // DispatchSource's `cancel()` is thread-safe and idempotent.
+    private let lock = Lock()
+    private var action: (@Sendable () -> Void)?
     private let source: any DispatchSourceTimer
 
-    init(source: any DispatchSourceTimer) { self.source = source }
+    init(queue: DispatchQueue, deadline: DispatchTime, action: @escaping @Sendable () -> Void) {
+        self.action = action
+        source = DispatchSource.makeTimerSource(queue: queue)
+        // The handler holds the timer, so an armed timer fires even if its handle is dropped; the
+        // cycle ends when the source is cancelled (as it fires, or by the handle).
+        source.setEventHandler { [self] in fire() }
+        source.schedule(deadline: deadline, repeating: .never)
+        source.resume()
+    }
 
-    func cancel() { source.cancel() }
+    private func fire() {
+        let action = lock.withLock {
+            defer { self.action = nil }
+            return self.action
+        }
+        source.cancel()
+        action?()
+    }
+
+    func cancel() {
+        let action = lock.withLock {
+            defer { self.action = nil }
+            return self.action
+        }
+        source.cancel()
+        // Released here, outside the lock, at once: dispatch frees the source's handler later.
+        _ = action
+    }
 }

@@ -129,7 +129,7 @@ extension APIError: LocalizedError, CustomStringConvertible {
         case .invalidRequest(let reason, let error):
             return "The request is invalid: \(reason)" + (error.map { " (\($0))" } ?? "")
         case .unacceptableStatus(let response, let message):
-            let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
+            let reason = HTTPStatusText.phrase(for: response.statusCode)
             return "The server answered \(response.statusCode) (\(reason))" + (message.map { ": \($0)" } ?? ".")
         case .decoding(let error, let response):
             let detail = (error as? DecodingError).map(Self.describe) ?? "\(error)"

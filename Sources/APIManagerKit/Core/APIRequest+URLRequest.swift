@@ -18,12 +18,18 @@ extension APIRequest {
     /// The `URLRequest` the default ``APIManager/urlRequest(for:)`` sends: resolved URL, method,
     /// headers, timeout, body with its `Content-Type` (unless a header names one), authorization,
     /// then ``configure(_:)``.
+    ///
+    /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` for a header whose name is not an
+    ///   RFC 9110 token or whose value contains CR, LF or NUL, a non-finite number in the query or a
+    ///   form body, a `.` or `..` path value, and whatever else makes the request unbuildable.
     public func makeURLRequest() throws(APIError) -> URLRequest {
         var parameters = try ResolvedParameters(self.parameters)
         var request = URLRequest(url: try resolvedURL(placing: &parameters), timeoutInterval: timeout)
         // A new URLRequest is a GET already; on Linux the setter costs a few thousand instructions.
         if method != .get { request.httpMethod = method.rawValue }
-        for (name, value) in headers {
+        // Checked before setting: on Linux a value with CR or LF would be dropped without a word.
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            try HTTPFieldValidation.validate(name: name, value: value)
             request.setValue(value, forHTTPHeaderField: name)
         }
         if let requestBody = try body(from: parameters) {
@@ -34,6 +40,7 @@ extension APIRequest {
         }
         if let authorization {
             let header = authorization.header
+            try HTTPFieldValidation.validate(name: header.name, value: header.value)
             request.setValue(header.value, forHTTPHeaderField: header.name)
         }
         do {
@@ -68,7 +75,7 @@ extension APIRequest {
             components.percentEncodedPath = (base.hasSuffix("/") ? base : base + "/") + suffix
         }
         if !parameters.query.isEmpty {
-            let encoded = queryEncoding.encode(parameters.query)
+            let encoded = try queryEncoding.encode(parameters.query)
             if !encoded.isEmpty {
                 let existing = components.percentEncodedQuery.map { $0.isEmpty ? "" : $0 + "&" } ?? ""
                 components.percentEncodedQuery = existing + encoded

@@ -40,7 +40,7 @@ public struct APIBodyEncoding: Sendable {
     public static func form(_ encoding: APIQueryEncoding) -> Self {
         custom(contentType: "application/x-www-form-urlencoded") { value in
             guard let members = value.objectValue else { throw FormBodyError() }
-            return Data(encoding.encode(members).utf8)
+            return Data(try encoding.encode(members).utf8)
         }
     }
 
@@ -50,6 +50,8 @@ public struct APIBodyEncoding: Sendable {
     public func body(for value: APIValue) throws(APIError) -> APIRequestBody {
         do {
             return APIRequestBody(data: try makeData(value), contentType: contentType)
+        } catch let error as APIError {
+            throw error
         } catch {
             throw .invalidRequest(
                 reason: "the body parameters could not be encoded as \(contentType)", underlying: error)

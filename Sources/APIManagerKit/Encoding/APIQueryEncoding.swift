@@ -51,19 +51,22 @@ public struct APIQueryEncoding: Sendable, Hashable {
     public static let `default` = APIQueryEncoding()
 
     /// The percent-encoded `name=value` pairs joined with `&`, keys sorted.
-    public func encode(_ parameters: [String: APIValue]) -> String {
+    ///
+    /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` for a NaN or infinite number, which
+    ///   has no text a server could read back (JSON rejects it the same way).
+    public func encode(_ parameters: [String: APIValue]) throws(APIError) -> String {
         var pairs: [String] = []
         for key in parameters.keys.sorted() {
-            if let value = parameters[key] { append(value, named: key, to: &pairs) }
+            if let value = parameters[key] { try append(value, named: key, to: &pairs) }
         }
         return pairs.joined(separator: "&")
     }
 
-    private func append(_ value: APIValue, named name: String, to pairs: inout [String]) {
+    private func append(_ value: APIValue, named name: String, to pairs: inout [String]) throws(APIError) {
         switch value {
         case .object(let members):
             for key in members.keys.sorted() {
-                if let member = members[key] { append(member, named: "\(name)[\(key)]", to: &pairs) }
+                if let member = members[key] { try append(member, named: "\(name)[\(key)]", to: &pairs) }
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {
@@ -73,7 +76,7 @@ public struct APIQueryEncoding: Sendable, Hashable {
                 case .repeatedKey: elementName = name
                 case .indexed: elementName = "\(name)[\(index)]"
                 }
-                append(element, named: elementName, to: &pairs)
+                try append(element, named: elementName, to: &pairs)
             }
         case .null:
             switch nulls {
@@ -83,6 +86,8 @@ public struct APIQueryEncoding: Sendable, Hashable {
             }
         case .bool(let bool) where bools == .numeric:
             pairs.append(Self.escape(name) + "=" + (bool ? "1" : "0"))
+        case .double(let number) where !number.isFinite:
+            throw .invalidRequest(reason: "the parameter \"\(name)\" is \(number), which has no query or form form")
         case .string, .int, .double, .bool:
             pairs.append(Self.escape(name) + "=" + Self.escape(value.scalarText ?? ""))
         }

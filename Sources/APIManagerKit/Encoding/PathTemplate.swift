@@ -5,7 +5,7 @@ enum PathTemplate {
     ///   - parameters: the resolved parameters; a placeholder takes its value from the path values,
     ///     else from the parameters placed by method (which it consumes).
     /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` for an unclosed brace, a missing or
-    ///   non-scalar value, or a path value that names no placeholder.
+    ///   non-scalar value, a value that is `.` or `..`, or a path value that names no placeholder.
     static func fill(_ path: String, with parameters: inout ResolvedParameters) throws(APIError) -> String {
         guard !path.isEmpty || !parameters.path.isEmpty else { return "" }
         guard path.contains("{") || !parameters.path.isEmpty else { return escapeLiteral(path) }
@@ -30,6 +30,13 @@ enum PathTemplate {
                 throw .invalidRequest(
                     reason: "the value for \"{\(name)}\" in the path \"\(path)\" must be a non-empty string, number "
                         + "or boolean, not \(value)")
+            }
+            // "." and ".." would be read as a path step (RFC 3986 §5.2.4), not as a segment: the
+            // value could climb out of its place ("users/{id}/items" with ".." reaching "/items").
+            guard text != ".", text != ".." else {
+                throw .invalidRequest(
+                    reason: "the value for \"{\(name)}\" in the path \"\(path)\" is \"\(text)\", which would move "
+                        + "the path instead of filling one segment")
             }
             used.insert(name)
             result += APIQueryEncoding.escape(text)

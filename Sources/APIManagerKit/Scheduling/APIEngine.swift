@@ -243,8 +243,16 @@ public final class APIEngine: @unchecked Sendable {
     func performStart(_ task: AnyAPITask, attempt: Int) {
         let monitor = eventMonitor
         var urlRequest: URLRequest
+        var sensitiveHeaders = task.sensitiveHeaders
         do {
             urlRequest = try task.makeURLRequest()
+            if let persistedHeaders {
+                persistedHeaders.apply(to: &urlRequest)
+                sensitiveHeaders.formUnion(persistedHeaders.names)
+            }
+            // Whatever set them (the request, `configure(_:)`, `urlRequest(for:)`), no header may
+            // inject lines into the request.
+            try HTTPFieldValidation.validate(urlRequest)
         } catch {
             monitor?(
                 APIEvent(
@@ -252,11 +260,6 @@ public final class APIEngine: @unchecked Sendable {
                     duration: nil, sensitiveHeaders: []))
             attemptCompleted(task, attempt: attempt, result: .failure(error), cache: nil)
             return
-        }
-        var sensitiveHeaders = task.sensitiveHeaders
-        if let persistedHeaders {
-            persistedHeaders.apply(to: &urlRequest)
-            sensitiveHeaders.formUnion(persistedHeaders.names)
         }
         var cacheContext: CacheContext?
         if let cache {
