@@ -65,9 +65,10 @@ struct HardeningRequestTests {
         #expect(h.transport.records.isEmpty)
     }
 
-    @Test(arguments: [
-        ("users/{id}/items", ["id": ".."]), ("{a}/{b}/admin", ["a": "..", "b": ".."]), ("users/{id}", ["id": "."]),
-    ] as [(String, [String: String])])
+    @Test(
+        arguments: [
+            ("users/{id}/items", ["id": ".."]), ("{a}/{b}/admin", ["a": "..", "b": ".."]), ("users/{id}", ["id": "."]),
+        ] as [(String, [String: String])])
     func aDotOrDotDotPathValueIsAnInvalidRequest(path: String, values: [String: String]) {
         let parameters = APIParameters.path(values.mapValues { APIValue.string($0) })
         let reason = invalidReason { () throws(APIError) in

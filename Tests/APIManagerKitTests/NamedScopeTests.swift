@@ -48,7 +48,8 @@ struct NamedScopeTests {
     @Test func cancelOthersInANamedScopeCancelsEveryEarlierQuery() {
         let h = Harness()
         let queries = (0..<4).map { _ in h.send(TestRequest("/held", .cancelOthers, scope: "search")) }
-        #expect(queries.dropLast().map(\.state.name) == ["cancelled(policy)", "cancelled(policy)", "cancelled(policy)"])
+        #expect(
+            queries.dropLast().map(\.state.name) == ["cancelled(policy)", "cancelled(policy)", "cancelled(policy)"])
         #expect(queries.last?.state.name == "running")
         #expect(h.transport.heldCount == 1)
         #expect(h.manager.inFlightTasks == [queries[3]])
@@ -99,7 +100,8 @@ struct NamedScopeTests {
         let h = Harness()
         let tasks = (0..<4).map { _ in h.send(TestRequest("/held", .waitUntilDone, scope: scope)) }
         h.manager.cancelTasks { $0 != tasks[2] }
-        #expect(tasks.map(\.state.name) == ["cancelled(explicit)", "cancelled(explicit)", "running", "cancelled(explicit)"])
+        #expect(
+            tasks.map(\.state.name) == ["cancelled(explicit)", "cancelled(explicit)", "running", "cancelled(explicit)"])
         #expect(h.transport.records.count == 2)
         #expect(h.recorder.events(of: tasks[1]) == ["waiting", "failed cancelled(explicit)"])
         h.transport.releaseAll()
@@ -182,7 +184,8 @@ struct NamedScopeTests {
         }
         let tasks = sent.withLock { $0 }
         let wrong = tasks.filter { terminalCount[$0.identifier] != 1 || !$0.state.isTerminal }
-        #expect(wrong.isEmpty, "\(wrong.prefix(5).map { "\($0): \(terminalCount[$0.identifier] ?? 0) terminal events" })")
+        #expect(
+            wrong.isEmpty, "\(wrong.prefix(5).map { "\($0): \(terminalCount[$0.identifier] ?? 0) terminal events" })")
         // Nothing runs after the cancellation: the clock has nothing left that sends.
         let sentBefore = transport.records.count
         clock.runUntilIdle()

@@ -35,7 +35,8 @@ enum HTTPFieldValidation {
         }
         guard isValidValue(value) else {
             throw .invalidRequest(
-                reason: "the value of the header \"\(name)\" contains CR, LF or NUL, which would split or end the header")
+                reason:
+                    "the value of the header \"\(name)\" contains CR, LF or NUL, which would split or end the header")
         }
     }
 
