@@ -32,6 +32,8 @@ struct HTTPRequest: APIRequest {
     var retryPolicy: APIRetryPolicy?
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var acceptableStatusCodes: Range<Int> = 200..<300
+    var maxBodySize: Int? = APIRequestDefaults.maxResponseBodySize
+    var maxResponseBodySize: Int? { maxBodySize }
 
     init(_ path: String, method: HTTPMethod = .get, parameters: APIParameters = .none) {
         self.path = path

@@ -103,6 +103,7 @@ func describe(_ error: APIError) -> String {
     case .unacceptableStatus(let response, _): return "status(\(response.statusCode))"
     case .decoding: return "decoding"
     case .rejected: return "rejected"
+    case .responseTooLarge(let limit): return "responseTooLarge(\(limit))"
     }
 }
 

@@ -2,7 +2,9 @@
 
 Run under gunicorn by Scripts/integration-server.sh; bound to 127.0.0.1 only.
 """
+import gzip
 import hashlib
+import io
 import json
 import threading
 import time
@@ -12,6 +14,22 @@ from httpbin import app as httpbin_app
 _lock = threading.Lock()
 _retry_counts = {}
 _track_log = []
+_truncated_counts = {}
+
+
+def _make_bomb(mebibytes):
+    """`mebibytes` MiB of zeros, gzip-compressed: about a thousandth of that on the wire."""
+    buffer = io.BytesIO()
+    chunk = bytes(1 << 20)
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=6) as zipped:
+        for _ in range(mebibytes):
+            zipped.write(chunk)
+    return buffer.getvalue()
+
+
+# Made when the worker starts, so serving it never holds up other requests.
+_BOMB_MIB = 64
+_BOMB = _make_bomb(_BOMB_MIB)
 
 
 def _json(start_response, status, payload, headers=()):
@@ -80,6 +98,37 @@ def fixture(environ, start_response):
         with _lock:
             entries = [entry for entry in _track_log if entry["group"] == arg]
         return _json(start_response, "200 OK", {"entries": entries})
+
+    if route == "basic-401":
+        # A 401 with a Basic challenge (or several schemes) and a JSON body.
+        if query.get("schemes") == "many":
+            challenges = [("WWW-Authenticate", "Negotiate"), ("WWW-Authenticate", "NTLM"),
+                          ("WWW-Authenticate", 'Basic realm="fixture"')]
+        else:
+            challenges = [("WWW-Authenticate", 'Basic realm="fixture"')]
+        return _json(start_response, "401 Unauthorized", {"message": "who are you"}, challenges)
+
+    if route == "gzip-bomb":
+        # 64 MiB of zeros, sent gzip-compressed (about 64 KiB on the wire).
+        body = _BOMB
+        start_response("200 OK", [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip"),
+                                  ("Content-Length", str(len(body)))])
+        return [body]
+
+    if route == "truncated":
+        # /fixture/truncated/<key>?times=N: the first N requests for a key announce 4096 bytes, send
+        # 1024 and close the connection; later ones send a small JSON body.
+        with _lock:
+            _truncated_counts[arg] = _truncated_counts.get(arg, 0) + 1
+            count = _truncated_counts[arg]
+        if count <= int(query.get("times", "1")):
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "4096")])
+
+            def cut_short():
+                yield b" " * 1024
+                raise ConnectionAbortedError("fixture: closing mid-body")
+            return cut_short()
+        return _json(start_response, "200 OK", {"attempts": count})
 
     if route == "connection":
         # The client's port: the same port on two requests means the connection was reused.

@@ -30,6 +30,9 @@ public enum APIError: Error, Sendable {
     /// The response type's initializer rejected an otherwise well-formed response (for example an
     /// envelope whose `code` says failure). `underlying` is what it threw.
     case rejected(underlying: any Error, response: APIRawResponse)
+    /// The response body grew past the request's ``APIRequest/maxResponseBodySize`` (counted after
+    /// decompression); the transfer was cancelled. Never retried.
+    case responseTooLarge(limit: Int)
 
     /// Why a task was cancelled.
     public enum CancellationReason: String, Sendable, Hashable {
@@ -137,6 +140,8 @@ extension APIError: LocalizedError, CustomStringConvertible {
                 "The response (status \(response.statusCode), \(response.body.count) bytes) could not be decoded: \(detail)"
         case .rejected(let error, let response):
             return "The response (status \(response.statusCode)) was rejected: \(error)"
+        case .responseTooLarge(let limit):
+            return "The response body was larger than the limit of \(limit) bytes; the transfer was stopped."
         }
     }
 }

@@ -37,6 +37,8 @@ public protocol APIRequest: Sendable {
     var authorization: APIAuthorization? { get }
     /// The longest one attempt may take, from sending to the last byte, in seconds; past it the
     /// attempt fails with `URLError(.timedOut)` (see ``URLSessionTransport``). `60` unless overridden.
+    /// It must be finite and greater than 0: any other value fails the attempt with
+    /// ``APIError/invalidRequest(reason:underlying:)`` (use a large finite value for a long poll).
     var timeout: TimeInterval { get }
     /// How this task treats the other in-flight tasks of its scope. `.default` unless overridden.
     var concurrencyPolicy: APIConcurrencyPolicy { get }
@@ -59,9 +61,18 @@ public protocol APIRequest: Sendable {
     /// Whose response this is: part of the cache key, so that one user's response is never served
     /// to another. `nil` (shared) unless overridden.
     var cachePartition: String? { get }
-    /// Whether a response to a request that carries credentials (`Authorization`,
-    /// `Proxy-Authorization` or `Cookie`) may be stored. `false` unless overridden.
+    /// Whether a response to a request that carries credentials may be stored. `false` unless
+    /// overridden. Credentials are `Authorization`, `Proxy-Authorization`, `Cookie`, a custom auth
+    /// header, persisted auth headers, and any header whose name contains `token`, `secret`,
+    /// `password`, `api-key`, `apikey`, `auth` or `session`. When this is `true` and
+    /// ``cachePartition`` is `nil`, the partition is a SHA-256 digest of those headers, so one
+    /// user's response is never served to another (the secret itself is never stored).
     var cachesAuthenticatedResponses: Bool { get }
+    /// The largest response body accepted, in bytes, counted as it arrives and after decompression;
+    /// past it the transfer is cancelled and the attempt fails with
+    /// ``APIError/responseTooLarge(limit:)``, never retried. `nil` for no limit. 64 MiB
+    /// (``APIRequestDefaults/maxResponseBodySize``) unless overridden.
+    var maxResponseBodySize: Int? { get }
 
     /// Adjusts the final `URLRequest` (APIKit's `configureURLRequest`): the last step of
     /// ``makeURLRequest()``. Does nothing unless implemented. An error thrown here fails the attempt
@@ -88,6 +99,7 @@ extension APIRequest {
     public var shouldSaveInCache: Bool { true }
     public var cachePartition: String? { nil }
     public var cachesAuthenticatedResponses: Bool { false }
+    public var maxResponseBodySize: Int? { APIRequestDefaults.maxResponseBodySize }
     public func configure(_ urlRequest: inout URLRequest) throws {}
 }
 
@@ -128,4 +140,10 @@ extension CharacterSet {
         set.remove(charactersIn: "?#")
         return set
     }()
+}
+
+/// Defaults shared by every request.
+public enum APIRequestDefaults {
+    /// 64 MiB: the default ``APIRequest/maxResponseBodySize``.
+    public static let maxResponseBodySize = 64 << 20
 }

@@ -99,6 +99,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// Header names that carry this request's credentials beyond the standard ones (a custom auth
     /// header): redacted, and dropped on a redirect to another origin.
     let sensitiveHeaders: Set<String>
+    /// The request's ``APIRequest/maxResponseBodySize``, read when it is sent.
+    let maxResponseBodySize: Int?
     enum Membership { case none, started, startedFromLine, line }
     enum AttemptProgress {
         case idle
@@ -112,9 +114,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
-        cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, engine: APIEngine
+        cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine
     ) {
         self.identifier = identifier
+        self.maxResponseBodySize = maxResponseBodySize
         self.sensitiveHeaders = sensitiveHeaders
         self.cacheSettings = cacheSettings
         self.concurrencyPolicy = policy
@@ -211,6 +214,6 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,
                 storesAuthenticated: request.cachesAuthenticatedResponses),
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
-            engine: engine)
+            maxResponseBodySize: request.maxResponseBodySize, engine: engine)
     }
 }

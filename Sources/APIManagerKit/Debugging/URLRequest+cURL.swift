@@ -9,15 +9,16 @@ extension URLRequest {
     ///
     /// Secrets are replaced with `***` unless `revealingSecrets` is `true`: the values of
     /// `Authorization`, `Proxy-Authorization`, `Cookie`, of headers whose names contain `token`,
-    /// `secret`, `password`, `api-key` or `apikey`, of the names in `sensitiveHeaders`, and a
-    /// password in the URL.
+    /// `secret`, `password`, `api-key`, `apikey`, `auth` or `session`, of the names in
+    /// `sensitiveHeaders`, and a password in the URL. The same rule decides which headers a
+    /// redirect to another origin drops and which requests count as authenticated for the cache.
     public func cURLDescription(revealingSecrets: Bool = false, sensitiveHeaders: Set<String> = []) -> String {
         var parts = ["curl"]
         let method = httpMethod ?? "GET"
         if method != "GET" { parts.append("-X \(method)") }
         let extra = Set(sensitiveHeaders.map { $0.lowercased() })
         for (name, value) in (allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
-            let shown = !revealingSecrets && CURLCommand.isSecret(name, extra: extra) ? "***" : value
+            let shown = !revealingSecrets && CredentialHeaders.isCredential(name, marked: extra) ? "***" : value
             parts.append("-H " + CURLCommand.quote("\(name): \(shown)"))
         }
         if let body = httpBody, !body.isEmpty {
@@ -44,14 +45,6 @@ extension APIRequest {
 }
 
 enum CURLCommand {
-    static let secretFragments = ["token", "secret", "password", "api-key", "apikey", "session"]
-
-    static func isSecret(_ name: String, extra: Set<String>) -> Bool {
-        let lowered = name.lowercased()
-        if CredentialHeaders.standard.contains(lowered) || extra.contains(lowered) { return true }
-        return secretFragments.contains { lowered.contains($0) }
-    }
-
     /// Single-quoted for a POSIX shell.
     static func quote(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"

@@ -35,14 +35,18 @@ extension APIEngine {
         sensitiveHeaders: Set<String>
     ) -> CacheContext? {
         let settings = task.cacheSettings
-        let key = APICacheKey(request: request, partition: settings.partition)
-        let carriesCredentials = CredentialHeaders.standard.union(sensitiveHeaders).contains {
-            request.value(forHTTPHeaderField: $0) != nil
+        let credentials = CredentialHeaders.credentials(in: request, marked: sensitiveHeaders)
+        var partition = settings.partition
+        if partition == nil, !credentials.isEmpty, settings.storesAuthenticated {
+            // Never one user's response for another: without a partition of the caller's, the
+            // credentials themselves make one, as a digest (the secret is never stored).
+            partition = Self.credentialPartition(credentials)
         }
+        let key = APICacheKey(request: request, partition: partition)
         let reasonNotToStore: String? =
             if !settings.shouldSave {
                 "the request opted out (shouldSaveInCache is false)"
-            } else if carriesCredentials && !settings.storesAuthenticated {
+            } else if !credentials.isEmpty && !settings.storesAuthenticated {
                 "the request carries credentials (cachesAuthenticatedResponses is false)"
             } else {
                 nil
@@ -80,5 +84,17 @@ extension APIEngine {
             }
         }
         return CacheContext(cache: cache, key: key, revalidating: revalidating, reasonNotToStore: reasonNotToStore)
+    }
+
+    /// `credential:` and the SHA-256 of the credential headers' names and values.
+    static func credentialPartition(_ credentials: [(name: String, value: String)]) -> String {
+        var hasher = SHA256()
+        for (name, value) in credentials {
+            hasher.update(name.utf8)
+            hasher.update([0])
+            hasher.update(value.utf8)
+            hasher.update([0])
+        }
+        return "credential:" + SHA256.hex(hasher.finalize())
     }
 }

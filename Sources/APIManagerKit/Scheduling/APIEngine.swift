@@ -244,7 +244,7 @@ public final class APIEngine: @unchecked Sendable {
         let monitor = eventMonitor
         var urlRequest: URLRequest
         var sensitiveHeaders = task.sensitiveHeaders
-        do {
+        do throws(APIError) {
             urlRequest = try task.makeURLRequest()
             if let persistedHeaders {
                 persistedHeaders.apply(to: &urlRequest)
@@ -253,6 +253,11 @@ public final class APIEngine: @unchecked Sendable {
             // Whatever set them (the request, `configure(_:)`, `urlRequest(for:)`), no header may
             // inject lines into the request.
             try HTTPFieldValidation.validate(urlRequest)
+            let timeout = urlRequest.timeoutInterval
+            guard timeout.isFinite, timeout > 0 else {
+                throw APIError.invalidRequest(
+                    reason: "the timeout \(timeout) is not a positive, finite number of seconds")
+            }
         } catch {
             monitor?(
                 APIEvent(
@@ -277,9 +282,15 @@ public final class APIEngine: @unchecked Sendable {
                 kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: sentRequest, duration: nil,
                 sensitiveHeaders: sensitive))
         let startedAt = clock.now
-        let handle = transport.send(urlRequest, sensitiveHeaders: sensitiveHeaders) { [weak self] result in
+        let limit = task.maxResponseBodySize
+        let options = APITransportOptions(sensitiveHeaders: sensitiveHeaders, maxResponseBodySize: limit)
+        let handle = transport.send(urlRequest, options: options) { [weak self] result in
             guard let self else { return }
-            let result = result.mapError(APIError.wrapTransport)
+            var result = result.mapError(APIError.wrapTransport)
+            // For transports that do not enforce the limit themselves.
+            if case .success(let raw) = result, let limit, raw.body.count > limit {
+                result = .failure(.responseTooLarge(limit: limit))
+            }
             if case .success(let raw) = result {
                 self.persistedHeaders?.capture(from: raw, requestURL: sentRequest.url)
             }
@@ -402,7 +413,7 @@ public final class APIEngine: @unchecked Sendable {
     /// Cancelled, ignored, timed-out and decoding failures never retry, whatever the hook says.
     static func mayRetry(_ error: APIError) -> Bool {
         switch error {
-        case .cancelled, .ignored, .timedOut, .decoding: return false
+        case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge: return false
         case .transport, .invalidRequest, .unacceptableStatus, .rejected: return true
         }
     }

@@ -24,6 +24,30 @@ public protocol APITransport: Sendable {
         sensitiveHeaders: Set<String>,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable
+
+    /// Sends a request with what the engine knows about it (see ``APITransportOptions``): the one
+    /// the engine calls. Defaults to ``send(_:sensitiveHeaders:completion:)``, for transports that
+    /// enforce no body limit themselves; the engine then checks the limit on the body it is given.
+    func send(
+        _ request: URLRequest,
+        options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable
+}
+
+/// What the engine tells a transport about a request beyond the `URLRequest`.
+public struct APITransportOptions: Sendable, Hashable {
+    /// Headers that carry credentials beyond the standard ones (a custom auth header, persisted
+    /// auth headers): they must not follow a redirect to another origin.
+    public var sensitiveHeaders: Set<String>
+    /// The largest response body to accept, in bytes after decompression; past it the transport
+    /// stops the transfer and fails with ``APIError/responseTooLarge(limit:)``. `nil` for no limit.
+    public var maxResponseBodySize: Int?
+
+    public init(sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil) {
+        self.sensitiveHeaders = sensitiveHeaders
+        self.maxResponseBodySize = maxResponseBodySize
+    }
 }
 
 extension APITransport {
@@ -33,5 +57,13 @@ extension APITransport {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         send(request, completion: completion)
+    }
+
+    public func send(
+        _ request: URLRequest,
+        options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        send(request, sensitiveHeaders: options.sensitiveHeaders, completion: completion)
     }
 }

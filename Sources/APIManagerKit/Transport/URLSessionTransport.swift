@@ -6,24 +6,33 @@ import FoundationNetworking
 #endif
 
 /// Sends requests with one `URLSession` of its own, whose delegate (``URLSessionTransport``'s, not
-/// yours) follows redirects safely and answers authentication challenges. Connections are reused
-/// (keep-alive); nothing about a request is kept once it ends; cancelling a task cancels its
-/// `URLSessionTask`.
+/// yours) follows redirects safely, answers authentication challenges and collects bodies.
+/// Connections are reused (keep-alive); nothing about a request is kept once it ends; cancelling a
+/// task cancels its `URLSessionTask`.
 ///
 /// - Redirects are followed, but when one leaves the request's origin (scheme, host and port) the
-///   credential headers (`Authorization`, `Proxy-Authorization`, `Cookie` and any header the engine
-///   marks sensitive: a custom auth header, persisted auth headers) are removed first.
-/// - A `401` is delivered as the response it is: credentials travel in headers
+///   credential headers are removed first: `Authorization`, `Proxy-Authorization`, `Cookie`, any
+///   header the engine marks sensitive (a custom auth header, persisted auth headers) and any header
+///   whose name contains `token`, `secret`, `password`, `api-key`, `apikey`, `auth` or `session`:
+///   the rule that also redacts cURL descriptions.
+/// - A `401` is delivered as the response it is, body included: credentials travel in headers
 ///   (``APIAuthorization``), never through challenges.
 /// - A request's `timeoutInterval` (``APIRequest/timeout``) is the longest one attempt may take,
 ///   from sending to the last byte, enforced here (checked every 50 ms) on every platform; the
 ///   attempt then fails with `URLError(.timedOut)`. The Linux URLSession ignores a request's own
 ///   timeout, so without this it would wait for the configuration's `timeoutIntervalForRequest`
 ///   (60 s unless set), which still applies as an idle limit.
-///
-/// Bodies are collected by the session itself (a completion handler per task) rather than chunk by
-/// chunk through the delegate: on Linux, delivering every chunk to a delegate costs about 10 % more
-/// CPU per request (see README.md, "Benchmarks").
+/// - The body is collected chunk by chunk, so a body limit
+///   (``APITransportOptions/maxResponseBodySize``) stops the transfer as soon as the decompressed
+///   body passes it, and fails with ``APIError/responseTooLarge(limit:)``. A `Content-Length`
+///   already past the limit (without a `Content-Encoding`) stops it before the first byte.
+/// - A connection that closes after the response head but before the whole body fails with
+///   `URLError(.networkConnectionLost)` (retried for idempotent methods by the default
+///   ``APIRetryPolicy``), not the `URLError(.unknown)` the Linux URLSession reports.
+/// - Cookies: the session never adds a `Cookie` header nor stores a `Set-Cookie` on its own, on any
+///   configuration (``init(configuration:)`` turns it off), so every credential sent passes through
+///   the engine, which applies the cache's rule for authenticated requests to it. Send cookies as a
+///   header, or capture them with ``APIPersistedHeaders``.
 public final class URLSessionTransport: APITransport {
     /// The transport managers use unless given another, with an ephemeral configuration.
     public static let shared = URLSessionTransport()
@@ -43,9 +52,14 @@ public final class URLSessionTransport: APITransport {
     public let session: URLSession
     private let delegate: SessionDelegate
 
-    /// - Parameter configuration: ``defaultConfiguration`` unless given.
+    /// - Parameter configuration: ``defaultConfiguration`` unless given. A copy is used, with the
+    ///   session's own cookie handling turned off.
     public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
         delegate = SessionDelegate()
+        let configuration = configuration.copy() as? URLSessionConfiguration ?? configuration
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.httpCookieStorage = nil
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
@@ -67,14 +81,20 @@ public final class URLSessionTransport: APITransport {
         sensitiveHeaders: Set<String>,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
+        send(request, options: APITransportOptions(sensitiveHeaders: sensitiveHeaders), completion: completion)
+    }
+
+    public func send(
+        _ request: URLRequest,
+        options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
         let record = TaskRecord(
-            delegate: delegate, requestURL: request.url, sensitiveHeaders: sensitiveHeaders,
-            timeout: request.timeoutInterval, completion: completion)
-        // The task holds the record (through its completion handler) until it completes, and the
-        // record holds the task until then too; `finish` breaks both links.
-        let task = session.dataTask(with: request) { data, response, error in
-            record.delegate.finish(record, data: data, response: response, error: error)
-        }
+            delegate: delegate, requestURL: request.url, sensitiveHeaders: options.sensitiveHeaders,
+            maxBodySize: options.maxResponseBodySize, timeout: request.timeoutInterval, completion: completion)
+        // The delegate holds the record until the task completes, and the record holds the task
+        // until then too; `finish` breaks both links.
+        let task = session.dataTask(with: request)
         record.task = task
         delegate.register(record, for: task)
         task.resume()
@@ -107,21 +127,26 @@ final class TaskRecord: APICancellable, @unchecked Sendable {
     let delegate: SessionDelegate
     let requestURL: URL?
     let sensitiveHeaders: Set<String>
+    let maxBodySize: Int?
     /// When the attempt times out, in uptime nanoseconds; `nil` for no limit.
     let deadline: UInt64?
     var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
     var task: URLSessionTask?
+    /// The body received so far.
+    var body = Data()
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
     var rejectedChallenge = false
     var timedOut = false
+    var bodyTooLarge = false
 
     init(
-        delegate: SessionDelegate, requestURL: URL?, sensitiveHeaders: Set<String>, timeout: TimeInterval,
-        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        delegate: SessionDelegate, requestURL: URL?, sensitiveHeaders: Set<String>, maxBodySize: Int?,
+        timeout: TimeInterval, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) {
         self.delegate = delegate
         self.requestURL = requestURL
         self.sensitiveHeaders = sensitiveHeaders
+        self.maxBodySize = maxBodySize.map { max(0, $0) }
         self.completion = completion
         self.deadline =
             timeout > 0 && timeout < 1e9 ? DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9) : nil
@@ -134,7 +159,7 @@ final class TaskRecord: APICancellable, @unchecked Sendable {
     }
 }
 
-final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: `records` and `ticker` are read and written only while holding `lock`.
     private let lock = Lock()
     private var records: [Int: TaskRecord] = [:]
@@ -196,11 +221,56 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
             return
         }
         var redirected = request
-        let sensitive = CredentialHeaders.standard.union(record.sensitiveHeaders.map { $0.lowercased() })
-        for name in (redirected.allHTTPHeaderFields ?? [:]).keys where sensitive.contains(name.lowercased()) {
+        for name in (redirected.allHTTPHeaderFields ?? [:]).keys
+        where CredentialHeaders.isCredential(name, marked: record.sensitiveHeaders) {
             redirected.setValue(nil, forHTTPHeaderField: name)
         }
         completionHandler(redirected)
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        let declared = response.expectedContentLength
+        let encoded =
+            (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")
+            .map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        let tooLarge: URLSessionTask? = lock.withLock {
+            guard let record = records[dataTask.taskIdentifier] else { return nil }
+            if let limit = record.maxBodySize, declared > limit, !encoded {
+                record.bodyTooLarge = true
+                return record.task
+            }
+            if declared > 0 { record.body.reserveCapacity(Int(min(declared, Int64(record.maxBodySize ?? 16 << 20)))) }
+            return nil
+        }
+        if let tooLarge {
+            // The Linux URLSession ignores the disposition, so the task is cancelled as well.
+            completionHandler(.cancel)
+            tooLarge.cancel()
+        } else {
+            completionHandler(.allow)
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let tooLarge: URLSessionTask? = lock.withLock {
+            guard let record = records[dataTask.taskIdentifier], !record.bodyTooLarge else { return nil }
+            if let limit = record.maxBodySize, record.body.count + data.count > limit {
+                record.bodyTooLarge = true
+                record.body = Data()
+                return record.task
+            }
+            record.body.append(data)
+            return nil
+        }
+        tooLarge?.cancel()
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let record = record(for: task) else { return }
+        finish(record, response: task.response, error: error)
     }
 
     /// On Linux, `.performDefaultHandling` leaves the task waiting forever and `.useCredential`
@@ -222,40 +292,50 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         lock.withLock { record.task }?.cancel()
     }
 
-    func finish(_ record: TaskRecord, data: Data?, response: URLResponse?, error: (any Error)?) {
-        let (completion, timedOut, rejectedChallenge, task) = lock.withLock {
-            let task = record.task
-            if let task, records[task.taskIdentifier] === record { records[task.taskIdentifier] = nil }
+    func finish(_ record: TaskRecord, response: URLResponse?, error: (any Error)?) {
+        let (completion, body, timedOut, bodyTooLarge, rejectedChallenge) = lock.withLock {
+            if let task = record.task, records[task.taskIdentifier] === record { records[task.taskIdentifier] = nil }
             let completion = record.completion
+            let body = record.body
             record.task = nil
             record.completion = nil
-            return (completion, record.timedOut, record.rejectedChallenge, task)
+            record.body = Data()
+            return (completion, body, record.timedOut, record.bodyTooLarge, record.rejectedChallenge)
         }
         guard let completion else { return }
+        if bodyTooLarge, let limit = record.maxBodySize {
+            completion(.failure(APIError.responseTooLarge(limit: limit)))
+            return
+        }
         if timedOut {
             completion(.failure(URLError(.timedOut)))
             return
         }
-        var http = response as? HTTPURLResponse
+        let http = response as? HTTPURLResponse
         if let error {
+            let code = (error as? URLError)?.code
             // A rejected challenge ends as a cancellation; the 401 it answered is the response.
-            guard rejectedChallenge, (error as? URLError)?.code == .cancelled,
-                let challenged = task?.response as? HTTPURLResponse
-            else {
+            if rejectedChallenge, code == .cancelled, let http {
+                completion(.success(Self.rawResponse(http, body: body)))
+            } else if code == .unknown, http != nil {
+                // The head arrived and then the connection closed: the Linux URLSession calls it
+                // unknown; it is a lost connection.
+                completion(.failure(URLError(.networkConnectionLost, userInfo: [NSUnderlyingErrorKey: error])))
+            } else {
                 completion(.failure(error))
-                return
             }
-            http = challenged
+            return
         }
         guard let http else {
             completion(.failure(URLError(.badServerResponse)))
             return
         }
-        completion(
-            .success(
-                APIRawResponse(
-                    statusCode: http.statusCode, headerSource: ResponseHeaders(response: http), body: data ?? Data(),
-                    url: http.url)))
+        completion(.success(Self.rawResponse(http, body: body)))
+    }
+
+    private static func rawResponse(_ http: HTTPURLResponse, body: Data) -> APIRawResponse {
+        APIRawResponse(
+            statusCode: http.statusCode, headerSource: ResponseHeaders(response: http), body: body, url: http.url)
     }
 }
 

@@ -1,0 +1,159 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The hardening fixes, against the real server: what a hostile caller or a broken server does.
+@Suite("Integration: hardening", .enabled(if: Server.isAvailable, Server.skipReason))
+struct HardeningIntegrationTests {
+    @Test func aHeaderNameWithCRLFFailsTheTaskInsteadOfInjectingHeaderLines() async {
+        var request = HTTPRequest("headers")
+        request.headers = ["X-Probe\r\nX-Injected: yes\r\nX-Other": "1"]
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        guard case .invalidRequest(let reason, _)? = error else {
+            Issue.record("expected invalidRequest, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("not a valid HTTP field name"))
+    }
+
+    @Test func aHeaderValueWithCRLFFailsTheTaskInsteadOfGoingOutWithoutIt() async throws {
+        var request = HTTPRequest("headers")
+        request.headers = ["X-Probe": "a\r\nX-Injected: yes"]
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        #expect(error.map(describeKind) == "invalidRequest")
+        request.headers = ["X-Probe": "plain"]
+        let echoed = try await Client<Echoed>().response(for: request)
+        #expect(echoed.header("X-Probe") == "plain")
+        #expect(echoed.header("X-Injected") == nil)
+    }
+
+    @Test(
+        arguments: [
+            ("anything/api/v1/users/{id}/items", ["id": ".."]), ("anything/{a}/{b}/admin", ["a": "..", "b": ".."]),
+            ("anything/users/{id}/items", ["id": "."]),
+        ] as [(String, [String: String])])
+    func dotSegmentsInPathValuesNeverReachTheServer(path: String, values: [String: String]) async {
+        let request = HTTPRequest(path, parameters: .path(values.mapValues { APIValue.string($0) }))
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        #expect(error.map(describeKind) == "invalidRequest")
+    }
+
+    @Test func aPathValueWithSlashesStaysOneSegmentOnTheServer() async throws {
+        let request = HTTPRequest("anything/users/{id}/items", parameters: .path(["id": "../admin"]))
+        let echoed = try await Client<Echoed>().response(for: request)
+        // The server decodes %2F when it echoes the URL; what matters is that nothing was removed:
+        // a traversal would have reached /anything/admin/items.
+        #expect(echoed.url?.hasSuffix("/anything/users/../admin/items") == true, "\(echoed.url ?? "")")
+    }
+
+    @Test(arguments: ["", "?schemes=many"])
+    func a401WithABasicChallengeKeepsItsBody(query: String) async {
+        var request = HTTPRequest("fixture/basic-401")
+        request.url = URL(string: Server.url.absoluteString + "/fixture/basic-401" + query) ?? Server.url
+        request.path = ""
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        #expect(error?.statusCode == 401)
+        #expect(error?.serverMessage == "who are you")
+        #expect(String(data: error?.responseBody ?? Data(), encoding: .utf8) == #"{"message": "who are you"}"#)
+    }
+
+    @Test func a401ToABasicAuthorizationKeepsItsBody() async {
+        var request = HTTPRequest("fixture/basic-401")
+        request.authorization = .basic(username: "ada", password: "wrong")
+        let error = await failure { () async throws(APIError) in try await Client<Echoed>().response(for: request) }
+        #expect(error?.statusCode == 401)
+        #expect(error?.serverMessage == "who are you")
+    }
+
+    @Test func aGzipBombIsStoppedAtTheBodyLimit() async {
+        var request = HTTPRequest("fixture/gzip-bomb")
+        request.maxBodySize = 1 << 20
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: request)
+        }
+        guard case .responseTooLarge(let limit)? = error else {
+            Issue.record("expected responseTooLarge, got \(String(describing: error))")
+            return
+        }
+        #expect(limit == 1 << 20)
+    }
+
+    @Test func aDeclaredLengthPastTheLimitStopsBeforeTheBody() async throws {
+        var request = HTTPRequest("fixture/bytes/300000")
+        request.maxBodySize = 100_000
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: request)
+        }
+        #expect(error.map(describeKind) == "responseTooLarge")
+        request.maxBodySize = 300_000
+        #expect(try await Client<APIRawResponse>().response(for: request).body.count == 300_000)
+    }
+
+    @Test func aBodyWithinTheDefaultLimitArrivesWhole() async throws {
+        let body = try await Client<APIRawResponse>().response(for: HTTPRequest("fixture/bytes/2000000")).body
+        #expect(body.count == 2_000_000)
+        #expect(body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+    }
+
+    @Test func aConnectionClosedMidBodyIsALostConnectionAndAGetIsRetried() async throws {
+        let key = UUID().uuidString
+        var once = HTTPRequest("fixture/truncated/\(key)")
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: once)
+        }
+        guard case .transport(let underlying as URLError)? = error else {
+            Issue.record("expected a transport error, got \(String(describing: error))")
+            return
+        }
+        #expect(underlying.code == .networkConnectionLost)
+
+        once = HTTPRequest("fixture/truncated/\(key)-retried")
+        once.retryPolicy = APIRetryPolicy(maxAttempts: 2, baseDelay: 0.05, jitter: .none)
+        struct Attempts: APIResponse, Decodable { let attempts: Int }
+        #expect(try await Client<Attempts>().response(for: once).attempts == 2)
+    }
+
+    @Test func aHeaderRedactedAsASecretIsAlsoDroppedOnARedirectToAnotherOrigin() async throws {
+        let target = Server.secondURL.appendingPathComponent("headers").absoluteString
+        var request = HTTPRequest("redirect-to", parameters: ["url": .string(target)])
+        request.headers = ["X-Auth-Token": "t0ken", "X-Session-Id": "s1", "X-Trace": "kept"]
+        let curl = try request.cURLDescription()
+        #expect(curl.contains("X-Auth-Token: ***") && curl.contains("X-Session-Id: ***"))
+        let echoed = try await Client<Echoed>().response(for: request)
+        #expect(echoed.header("X-Auth-Token") == nil)
+        #expect(echoed.header("X-Session-Id") == nil)
+        #expect(echoed.header("X-Trace") == "kept")
+        // Within the origin the header is kept.
+        var same = HTTPRequest("redirect-to", parameters: ["url": "/headers"])
+        same.headers = ["X-Auth-Token": "t0ken"]
+        #expect(try await Client<Echoed>().response(for: same).header("X-Auth-Token") == "t0ken")
+    }
+
+    @Test func theSessionNeverAddsCookiesBehindTheEngine() async throws {
+        // httpbin sets the cookie and redirects to /cookies, which echoes what it was sent.
+        struct Cookies: APIResponse, Decodable { let cookies: [String: String] }
+        let client = Client<Cookies>()
+        _ = try? await client.response(for: HTTPRequest("cookies/set", parameters: ["session": "abc"]))
+        let sent = try await client.response(for: HTTPRequest("cookies"))
+        #expect(sent.cookies.isEmpty, "\(sent.cookies)")
+    }
+}
+
+/// The case name of an error, for comparisons.
+func describeKind(_ error: APIError) -> String {
+    switch error {
+    case .cancelled: return "cancelled"
+    case .ignored: return "ignored"
+    case .timedOut: return "timedOut"
+    case .transport: return "transport"
+    case .invalidRequest: return "invalidRequest"
+    case .unacceptableStatus: return "unacceptableStatus"
+    case .decoding: return "decoding"
+    case .rejected: return "rejected"
+    case .responseTooLarge: return "responseTooLarge"
+    }
+}
