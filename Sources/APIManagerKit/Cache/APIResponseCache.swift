@@ -88,7 +88,7 @@ public final class APIResponseCache: @unchecked Sendable {
         do {
             try DiskCacheTier.prepare(directory)
         } catch {
-            eventHandler?(.diskUnavailable(reason: "cannot create \(directory.path): \(error.localizedDescription)"))
+            eventHandler?(.diskUnavailable(reason: error.description))
             return
         }
         var tier = DiskCacheTier(directory: directory, budget: disk.budget, maxAge: disk.maxAge)

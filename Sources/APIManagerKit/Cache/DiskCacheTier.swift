@@ -80,11 +80,37 @@ struct DiskCacheTier {
 
     // MARK: Files (called without the lock)
 
-    /// Creates the directory (mode 0700) if needed.
-    static func prepare(_ directory: URL) throws {
-        try FileManager.default.createDirectory(
-            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+    /// Creates the directory (mode 0700) if needed, then makes sure it is the process's own: a real
+    /// directory, not a symbolic link, owned by this user, with its mode set to 0700. Checked on the
+    /// opened directory itself (`O_NOFOLLOW`, `fstat`, `fchmod`), so a link swapped in between the
+    /// check and the change is refused too.
+    static func prepare(_ directory: URL) throws(CacheDirectoryError) {
+        let path = directory.path
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .unusable(path: path, reason: "cannot create it: \(error.localizedDescription)")
+        }
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw .unusable(
+                path: path,
+                reason: code == ELOOP || code == ENOTDIR
+                    ? "it is a symbolic link or not a directory" : String(cString: strerror(code)))
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw .unusable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard info.st_uid == geteuid() else {
+            throw .unusable(path: path, reason: "it belongs to another user (uid \(info.st_uid))")
+        }
+        if info.st_mode & 0o777 != 0o700, fchmod(descriptor, 0o700) != 0 {
+            throw .unusable(path: path, reason: "cannot make it owner-only: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// The slots on disk with their sizes and modification dates, for a warm start.
@@ -181,6 +207,13 @@ struct DiskCacheTier {
             let partition = reader.string(), let status = reader.uint64(), let responseURL = reader.string(),
             let storedAt = reader.uint64(), let headerCount = reader.uint64(), headerCount < 10_000
         else { throw .damaged("unreadable metadata") }
+        // Every number is checked: a forged NaN date would never expire.
+        let storedSeconds = Double(bitPattern: storedAt)
+        guard storedSeconds.isFinite, (0...Self.latestDate).contains(storedSeconds) else {
+            throw .damaged("impossible date \(storedSeconds)")
+        }
+        let statusCode = Int64(bitPattern: status)
+        guard (100...999).contains(statusCode) else { throw .damaged("impossible status \(statusCode)") }
         var headers: [String: String] = [:]
         for _ in 0..<headerCount {
             guard let name = reader.string(), let value = reader.string() else {
@@ -193,13 +226,16 @@ struct DiskCacheTier {
             Int(clamping: bodyLength) == checksumOffset - bodyStart
         else { throw .damaged("body length mismatch") }
         let response = APIRawResponse(
-            statusCode: Int(truncatingIfNeeded: Int64(bitPattern: status)), headers: headers,
+            statusCode: Int(statusCode), headers: headers,
             body: Data(UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<checksumOffset])),
             url: responseURL.isEmpty ? nil : URL(string: responseURL))
         return APICacheEntry(
             key: APICacheKey(method: method, url: url, bodyDigest: bodyDigest, partition: partition),
-            response: response, storedAt: Date(timeIntervalSince1970: Double(bitPattern: storedAt)))
+            response: response, storedAt: Date(timeIntervalSince1970: storedSeconds))
     }
+
+    /// 4000-01-01: later dates in a cache file are forged or damaged.
+    static let latestDate: TimeInterval = 64_060_588_800
 }
 
 /// Length-prefixed fields for cache files.
@@ -239,6 +275,17 @@ struct ByteReader {
         let string = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), as: UTF8.self)
         offset = end
         return string
+    }
+}
+
+/// Why the disk tier cannot use its directory.
+enum CacheDirectoryError: Error, CustomStringConvertible {
+    case unusable(path: String, reason: String)
+
+    var description: String {
+        switch self {
+        case .unusable(let path, let reason): return "the cache directory \(path) is unusable: \(reason)"
+        }
     }
 }
 

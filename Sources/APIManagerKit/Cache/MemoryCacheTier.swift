@@ -69,6 +69,11 @@ struct MemoryCacheTier {
     mutating func store(_ entry: APICacheEntry, inSlot slot: String) -> [APICacheEntry] {
         let cost = entry.cost
         if let node = nodes[slot] {
+            guard cost <= budget else {
+                // The new entry does not fit at all: the old one is out of date, so the slot empties.
+                remove(node)
+                return []
+            }
             usage += cost - node.cost
             node.entry = entry
             node.cost = cost
