@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== Formatting: swift format lint (configuration in .swift-format)"
-swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift
+swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift \
+    Fuzz/Sources Fuzz/Package.swift
 
 log=$(mktemp)
 trap 'rm -f "$log"; bash Scripts/integration-server.sh stop' EXIT
@@ -65,6 +66,9 @@ fi
 echo "== Unit tests under ThreadSanitizer"
 swift test --sanitize=thread --scratch-path .build-tsan 2>&1 | tee "$log"
 sanitized=$(grep -Eo 'Test run with [0-9]+ tests?' "$log" | grep -Eo '[0-9]+' | tail -1)
+
+echo "== Fuzzing: every target for 30 s from its committed corpus (a crash fails the run)"
+bash Scripts/fuzz.sh 30
 
 # With `set -o pipefail` a failing run has stopped the script already; both runs passed.
 echo "tests: $((${unit:-0} + ${sanitized:-0})) passed, 0 failed"
