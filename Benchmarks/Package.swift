@@ -27,5 +27,11 @@ let package = Package(
             dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
             path: "Sources/HTTPBenchmark"
         ),
+        // Memory kept by finished tasks, with and without deadlines.
+        .executableTarget(
+            name: "TaskMemory",
+            dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
+            path: "Sources/TaskMemory"
+        ),
     ]
 )

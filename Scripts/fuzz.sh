@@ -24,13 +24,14 @@ for target in "${targets[@]}"; do
     swiftc -sanitize=fuzzer -emit-executable "$lib/lib$target.a" "${foundation[@]}" -o ".build-fuzz/$target"
 done
 mkdir -p .build-fuzz/artifacts
+# Swift's own backtracer would catch the crash first and exit before libFuzzer saves the input.
 for target in "${targets[@]}"; do
     work=.build-fuzz/corpus/$target
     mkdir -p "$work"
     log=.build-fuzz/$target.log
     echo "== fuzz $target for ${seconds}s"
-    if ! ".build-fuzz/$target" "$work" "Fuzz/Corpus/$target" -max_total_time="$seconds" -print_final_stats=1 \
-        -artifact_prefix=".build-fuzz/artifacts/$target-" -close_fd_mask=3 > "$log" 2>&1; then
+    if ! SWIFT_BACKTRACE=enable=no ".build-fuzz/$target" "$work" "Fuzz/Corpus/$target" -max_total_time="$seconds" -print_final_stats=1 \
+        -artifact_prefix=".build-fuzz/artifacts/$target-" > "$log" 2>&1; then
         tail -40 "$log" >&2
         echo "fuzz target $target crashed; its input is in .build-fuzz/artifacts/" >&2
         exit 1

@@ -129,3 +129,44 @@ struct HardeningEngineTests {
         #expect(manager.send(request).responseSource == .network)
     }
 }
+
+/// `Retry-After` dates, parsed without `DateFormatter` (which stops the process on some inputs on
+/// Linux).
+@Suite("Hardening: HTTP dates")
+struct HTTPDateTests {
+    static let now = Date(timeIntervalSince1970: 784_111_000)  // 1994-11-06 08:36:40 GMT
+
+    @Test(arguments: [
+        "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+        "sun, 06 nov 1994 08:49:37 gmt",
+    ])
+    func theThreeFormatsGiveTheSameInstant(value: String) {
+        #expect(APIRetryPolicy.retryAfterDelay(value, now: Self.now) == 777)
+    }
+
+    @Test(arguments: [
+        "Sun, 30 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:49 GMT",
+        "Sun, 06 Nov 1994 08:49:37 PST", "Xyz, 06 Nov 1994 08:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37 GMT extra", "", "S\u{DC}\u{B1}\u{90}:9:7 9", "Sun Nov 06 08:49:37 94",
+    ])
+    func malformedDatesAreNotDates(value: String) {
+        #expect(APIRetryPolicy.retryAfterDelay(value, now: Self.now) == nil)
+    }
+
+    /// The input `FuzzRetryAfter` found: Foundation's `DateFormatter` asserted on it on Linux.
+    @Test func theFuzzersCrashingInputIsNotADate() {
+        let bytes: [UInt8] = [0x53, 0xdc, 0xb1, 0x90, 0x89, 0xdf, 0xc9, 0xdf, 0xc7, 0x3a, 0x39, 0x3a, 0x37, 0x20, 0x39]
+        #expect(APIRetryPolicy.retryAfterDelay(String(decoding: bytes, as: UTF8.self), now: Self.now) == nil)
+    }
+
+    @Test func aTwoDigitYearBelow50IsThisCentury() {
+        let delay = APIRetryPolicy.retryAfterDelay("Monday, 01-Jan-35 00:00:00 GMT", now: Self.now)
+        #expect(delay == Date(timeIntervalSince1970: 2_051_222_400).timeIntervalSince(Self.now))
+    }
+
+    @Test func leapDaysAreDates() {
+        let leap = APIRetryPolicy.retryAfterDelay("Thu, 29 Feb 2024 00:00:00 GMT", now: Self.now)
+        #expect(leap == Date(timeIntervalSince1970: 1_709_164_800).timeIntervalSince(Self.now))
+        #expect(APIRetryPolicy.retryAfterDelay("Thu, 29 Feb 2023 00:00:00 GMT", now: Self.now) == nil)
+    }
+}

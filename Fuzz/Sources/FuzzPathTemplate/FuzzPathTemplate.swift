@@ -24,11 +24,13 @@ public func fuzzPathTemplate(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     }
     let request = TemplateRequest(url: base, path: template, parameters: .path(values))
     guard let url = try? request.resolvedURL() else { return 0 }
-    let segments = url.path.split(separator: "/", omittingEmptySubsequences: false)
+    // The path as sent: `url.path` would decode a value's `%2F` into a separator.
+    let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+    let segments = path.split(separator: "/", omittingEmptySubsequences: false)
     // The template's own literal text may hold dot segments; values may not.
     if !template.contains(".") {
         precondition(!segments.contains("..") && !segments.contains("."), "dot segment in \(url)")
-        precondition(url.path.hasPrefix("/v1"), "left the base path: \(url)")
+        precondition(path.hasPrefix("/v1"), "left the base path: \(url)")
     }
     _ = try? request.makeURLRequest()
     return 0

@@ -122,23 +122,3 @@ public struct APIRetryPolicy: Sendable, Hashable {
         return max(0, date.timeIntervalSince(now))
     }
 }
-
-/// Parses the three date formats of RFC 9110 §5.6.7.
-enum HTTPDate {
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss zzz",  // IMF-fixdate
-        "EEEE, dd-MMM-yy HH:mm:ss zzz",  // obsolete RFC 850
-        "EEE MMM d HH:mm:ss yyyy",  // asctime
-    ]
-
-    static func parse(_ string: String) -> Date? {
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: string) { return date }
-        }
-        return nil
-    }
-}
