@@ -150,7 +150,7 @@ struct NamedScopeTests {
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             var random = SplitMix64(state: seed &* 100 &+ UInt64(thread))
             var mine: [APITask<TestRequest>] = []
-            for _ in 0..<1_000 {
+            for _ in 0..<5_000 {  // 20,000 tasks in all, as in the review that found the defect
                 let policy = APIConcurrencyPolicy.allCases.randomElement(using: &random) ?? .default
                 let path: String
                 switch Int.random(in: 0..<10, using: &random) {
