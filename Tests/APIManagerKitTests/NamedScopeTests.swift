@@ -132,18 +132,7 @@ struct NamedScopeTests {
     /// Random policies in named scopes, some requests held, then `cancelAll()`: every task ends
     /// exactly once, nothing is left in flight or at the transport, and no scope outlives its tasks.
     @Test(arguments: [UInt64(11), 12, 13])
-    func cancelAllEndsEveryTaskOfEveryNamedScopeExactlyOnce(seed: UInt64) async {
-        // Run on a Dispatch thread: the test blocks for a while, and blocking the cooperative pool
-        // (two threads here) would stall the integration tests' awaits running alongside.
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                Self.sendRandomTasksThenCancelAll(seed: seed)
-                continuation.resume()
-            }
-        }
-    }
-
-    private static func sendRandomTasksThenCancelAll(seed: UInt64) {
+    func cancelAllEndsEveryTaskOfEveryNamedScopeExactlyOnce(seed: UInt64) {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/instant", .json("{}"))
