@@ -47,19 +47,12 @@ struct HardeningRequestTests {
 
     /// A header set by `configure(_:)` or `urlRequest(for:)` is checked by the engine before sending.
     @Test func aBadHeaderNameFromAManagersOwnURLRequestFailsTheTaskAndIsNeverSent() {
-        final class Injecting: APIManager, @unchecked Sendable {
-            typealias Request = TestRequest
-            typealias Response = Echo
-            let engine: APIEngine
-            init(engine: APIEngine) { self.engine = engine }
-            func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest {
-                var request = try task.request.makeURLRequest()
-                request.setValue("yes", forHTTPHeaderField: "X-Probe\r\nX-Injected: yes\r\nX-Other")
-                return request
-            }
-        }
         let h = Harness()
-        let manager = Injecting(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let manager = RequestHookManager(h) { task in
+            var request = try task.request.makeURLRequest()
+            request.setValue("yes", forHTTPHeaderField: "X-Probe\r\nX-Injected: yes\r\nX-Other")
+            return request
+        }
         let task = manager.send(TestRequest("/ok"))
         #expect(task.state.name == "invalidRequest")
         #expect(h.transport.records.isEmpty)

@@ -112,18 +112,11 @@ struct NamedScopeTests {
     @Test func aTaskCancelledWhileItsRequestIsBeingBuiltIsNeverSent() {
         // The task cancels itself from inside `urlRequest(for:)`: it has ended before the
         // transport could be given its request.
-        final class SelfCancelling: APIManager, @unchecked Sendable {
-            typealias Request = TestRequest
-            typealias Response = Echo
-            let engine: APIEngine
-            init(engine: APIEngine) { self.engine = engine }
-            func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest {
-                task.cancel()
-                return try task.request.makeURLRequest()
-            }
-        }
         let h = Harness()
-        let manager = SelfCancelling(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let manager = RequestHookManager(h) { task in
+            task.cancel()
+            return try task.request.makeURLRequest()
+        }
         let task = manager.send(TestRequest("/ok"))
         #expect(task.state.name == "cancelled(explicit)")
         #expect(h.transport.records.isEmpty)

@@ -157,3 +157,19 @@ final class Locked<Value>: @unchecked Sendable {
         try lock.withLock { try body(&value) }
     }
 }
+
+/// A manager whose `urlRequest(for:)` is the closure it was given, on the harness's transport and clock.
+final class RequestHookManager: APIManager, @unchecked Sendable {
+    // @unchecked: immutable after init; the closure is Sendable.
+    typealias Request = TestRequest
+    typealias Response = Echo
+    let engine: APIEngine
+    private let makeRequest: @Sendable (APITask<TestRequest>) throws -> URLRequest
+
+    init(_ harness: Harness, urlRequest: @escaping @Sendable (APITask<TestRequest>) throws -> URLRequest) {
+        engine = APIEngine(transport: harness.transport, clock: harness.clock, delivery: .immediate)
+        makeRequest = urlRequest
+    }
+
+    func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest { try makeRequest(task) }
+}
