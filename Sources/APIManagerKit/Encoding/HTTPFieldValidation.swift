@@ -44,6 +44,8 @@ enum HTTPFieldValidation {
     /// a manager's `urlRequest(for:)` or persisted headers), in name order.
     static func validate(_ request: URLRequest) throws(APIError) {
         guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return }
+        guard fields.contains(where: { !isValidName($0.key) || !isValidValue($0.value) }) else { return }
+        // Sorted only to name the same header every time.
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             try validate(name: name, value: value)
         }

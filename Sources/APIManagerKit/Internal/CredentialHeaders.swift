@@ -19,16 +19,23 @@ enum CredentialHeaders {
     /// - Parameter marked: names the engine marks as credentials, in any case.
     static func isCredential(_ name: String, marked: Set<String> = []) -> Bool {
         let lowered = name.lowercased()
-        if standard.contains(lowered) { return true }
-        if marked.contains(where: { $0.lowercased() == lowered }) { return true }
-        return nameFragments.contains { lowered.contains($0) }
+        return isCredential(lowercased: lowered, marked: marked)
+            || marked.contains { $0.lowercased() == lowered }
     }
 
     /// The credential headers a request carries, sorted by lowercased name.
     static func credentials(in request: URLRequest, marked: Set<String> = []) -> [(name: String, value: String)] {
-        guard let fields = request.allHTTPHeaderFields else { return [] }
-        return fields.filter { isCredential($0.key, marked: marked) }
-            .map { (name: $0.key.lowercased(), value: $0.value) }
-            .sorted { $0.name < $1.name }
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return [] }
+        let markedLowercased = Set(marked.map { $0.lowercased() })
+        var found: [(name: String, value: String)] = []
+        for (name, value) in fields {
+            let lowered = name.lowercased()
+            if isCredential(lowercased: lowered, marked: markedLowercased) { found.append((lowered, value)) }
+        }
+        return found.sorted { $0.name < $1.name }
+    }
+
+    private static func isCredential(lowercased name: String, marked: Set<String>) -> Bool {
+        standard.contains(name) || marked.contains(name) || nameFragments.contains { name.contains($0) }
     }
 }
