@@ -3,8 +3,22 @@
 # URLSession, both fetching from nginx on 127.0.0.1 with keep-alive, in one run.
 # Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
 #   bash Scripts/benchmark-http.sh [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN]
+#   bash Scripts/benchmark-http.sh --instructions
+# --instructions counts retired instructions per request instead (valgrind --tool=callgrind, the
+# slope between 300 and 900 requests, 8 in flight, 205 B and 64 KiB) for raw URLSession, the
+# transport and the manager; it repeats within about 1 % on a busy machine, where wall time does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+instructions=false
+if [[ "${1:-}" == "--instructions" ]]; then
+    instructions=true
+    shift
+    if ! command -v valgrind > /dev/null 2>&1; then
+        echo "== Installing valgrind" >&2
+        apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >&2
+    fi
+fi
 
 if ! command -v nginx > /dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
     echo "== Installing nginx-light" >&2
@@ -68,6 +82,32 @@ swift build -c release --package-path Benchmarks --product HTTPBenchmark >&2
 binary=$(swift build -c release --package-path Benchmarks --show-bin-path)/HTTPBenchmark
 echo "nginx $("$nginx_binary" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port, keep-alive"
 echo
+if $instructions; then
+    # Instructions of one run of CLIENT fetching BODY COUNT times, 8 in flight.
+    count_instructions() {
+        local out="$root/callgrind.$1.$2.$3"
+        valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" --url "http://127.0.0.1:$port" \
+            --only "$1" --body "$2" --requests "$3" > /dev/null 2>&1
+        # awk reads to the end, so callgrind_annotate never dies of a closed pipe (pipefail).
+        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,
+    }
+    echo "| body | raw URLSession | transport | manager | transport / raw | manager / raw |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for body in small large; do
+        declare -A per
+        for client in raw transport manager; do
+            low=$(count_instructions "$client" "$body" 300)
+            high=$(count_instructions "$client" "$body" 900)
+            per[$client]=$(((high - low) / 600))
+        done
+        label=$([[ $body == small ]] && echo "205 B" || echo "64 KiB")
+        awk -v b="$label" -v r="${per[raw]}" -v t="${per[transport]}" -v m="${per[manager]}" 'BEGIN {
+            printf "| %s | %.0fk | %.0fk | %.0fk | %.3fx | %.3fx |\n", b, r / 1000, t / 1000, m / 1000, t / r, m / r }'
+    done
+    echo
+    echo "instructions per request, valgrind --tool=callgrind, slope between 300 and 900 requests, 8 in flight"
+    exit 0
+fi
 "${pin[@]}" "$binary" --url "http://127.0.0.1:$port" "$@"
 echo
 echo "Memory: a fresh process per client, 205-byte bodies, 8 in flight"

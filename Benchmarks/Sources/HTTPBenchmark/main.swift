@@ -24,6 +24,8 @@ struct Options {
     /// `valgrind --tool=callgrind` or `perf stat`).
     var only: String?
     var inFlight = 8
+    /// The body `--only` fetches: `small` (205 B, the default) or `large` (64 KiB).
+    var body = "small"
 }
 
 func parseOptions() -> Options {
@@ -39,6 +41,8 @@ func parseOptions() -> Options {
             options.memoryClient = arguments.popFirst() ?? "manager"
         case "--only":
             options.only = arguments.popFirst()
+        case "--body":
+            options.body = arguments.popFirst() ?? options.body
         case "--in-flight":
             options.inFlight = arguments.popFirst().flatMap(Int.init) ?? options.inFlight
         case "--candidates":
@@ -178,7 +182,7 @@ let options = parseOptions()
 guard let baseURL = options.baseURL else {
     FileHandle.standardError.write(
         Data(
-            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN] [--memory CLIENT] [--only CLIENT [--in-flight N]]\n"
+            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN] [--memory CLIENT] [--only CLIENT [--in-flight N] [--body small|large]]\n"
                 .utf8))
     exit(64)
 }
@@ -275,7 +279,12 @@ if let only = options.only {
         FileHandle.standardError.write(Data("unknown client \(only)\n".utf8))
         exit(64)
     }
-    let sample = measure(count: options.requests, inFlight: options.inFlight) { client(small, $0) }
+    guard ["small", "large"].contains(options.body) else {
+        FileHandle.standardError.write(Data("unknown body \(options.body): small or large\n".utf8))
+        exit(64)
+    }
+    let body = options.body == "large" ? large : small
+    let sample = measure(count: options.requests, inFlight: options.inFlight) { client(body, $0) }
     print(
         String(
             format: "%@: %.0f req/s, %.1f µs CPU per request", only, Double(options.requests) / sample.seconds,
