@@ -104,6 +104,7 @@ final class Stage: @unchecked Sendable {
             api = StoryAPI(
                 engine: APIEngine(
                     transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate,
+                    execution: .inline,
                     cache: APIResponseCache(disk: nil, clock: clock)))
         }
         timeline = Timeline(clock: clock)

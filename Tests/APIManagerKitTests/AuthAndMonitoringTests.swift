@@ -15,7 +15,8 @@ struct AuthAndMonitoringTests {
     ) -> TestManager {
         TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, cache: cache, persistedHeaders: persisted))
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache,
+                persistedHeaders: persisted))
     }
 
     @Test func persistedHeadersAreCapturedAndSentBackToTheSameOriginOnly() async throws {

@@ -51,7 +51,9 @@ final class CacheHarness: @unchecked Sendable {
         cache = APIResponseCache(
             memoryBudget: memoryBudget, disk: .init(directory: directory.url, budget: diskBudget), clock: clock,
             hasher: hasher, eventHandler: log.handler)
-        manager = TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, cache: cache))
+        manager = TestManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache))
         manager.delegate = recorder
     }
 
@@ -356,7 +358,9 @@ struct CacheTests {
         let file = try #require(h.directory.cacheFiles.first)
         try Data("garbage".utf8).write(to: file)
         let manager = TestManager(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, cache: h.secondCache()))
+            engine: APIEngine(
+                transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline, cache: h.secondCache()
+            ))
         var request = TestRequest("/feed")
         request.cacheOption = .cacheOnly
         let task = manager.send(request)
@@ -460,7 +464,9 @@ struct CacheTests {
         h.transport.stub(nil, "/shared", .json(#"{"value":"from A"}"#))
         h.send("/shared", .networkOnly)
         let other = TestManager(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, cache: h.secondCache()))
+            engine: APIEngine(
+                transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline, cache: h.secondCache()
+            ))
         var request = TestRequest("/shared")
         request.cacheOption = .cacheOnly
         let task = other.send(request)

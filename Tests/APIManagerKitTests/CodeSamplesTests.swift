@@ -92,7 +92,7 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
     let clock = TestClock()
     let transport = MockTransport(clock: clock)
     transport.stub(.post, "/api/cart/items", MockTransport.Reply.json(#"{"items":[]}"#).after(0.3))
-    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
     let screen = CartScreen()
     api.delegate = screen
 
@@ -151,7 +151,9 @@ struct CodeSamplesTests {
         let transport = MockTransport(clock: clock)
         transport.stub(.get, "/feed", .json(#"{"posts":["old"]}"#), .json(#"{"posts":["new"]}"#))
         let cache = APIResponseCache(disk: nil, clock: clock)
-        let feedAPI = FeedAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, cache: cache))
+        let feedAPI = FeedAPI(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache))
         feedAPI.send(otherOptions[0])
         var shown: [String] = []
         try await showFeed(from: feedAPI) { feed, stale in shown.append("\(feed.posts[0]) stale:\(stale)") }
@@ -164,7 +166,8 @@ struct CodeSamplesTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(.post, "/api/cart/items", .json(#"{"items":[{"sku":"A","quantity":1}]}"#))
-        let cartAPI = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let cartAPI = CartAPI(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         let item = CartItem(sku: "A", quantity: 1)
         let cart = try await cartAPI.response(for: .add(item))  // throws APIError
         #expect(cart.items == [item])
@@ -182,7 +185,8 @@ struct CodeSamplesTests {
     @Test func thePatientRetryHookRetriesServerErrorsAndGivesUpOnClientErrors() throws {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
-        let api = PatientAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let api = PatientAPI(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         transport.stub(.post, "/api/cart/items", .status(400))
         let rejected = api.send(try .add(CartItem(sku: "A", quantity: 1)))
         #expect(rejected.attemptCount == 1)

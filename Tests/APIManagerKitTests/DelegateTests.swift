@@ -41,7 +41,8 @@ final class BasketScreen: BasketAPIDelegate, @unchecked Sendable {
 struct DelegateTests {
     @Test func typedDelegateMethodsReceiveTypedResponses() {
         let h = Harness()
-        let api = BasketAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let api = BasketAPI(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
         let screen = BasketScreen()
         api.delegate = screen
         api.send(TestRequest("/ok"))
@@ -54,7 +55,8 @@ struct DelegateTests {
     @Test func theDelegateIsHeldWeakly() {
         let h = Harness()
         var screen: BasketScreen? = BasketScreen()
-        let api = BasketAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let api = BasketAPI(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
         api.delegate = screen
         #expect(api.delegate != nil)
         screen = nil
@@ -142,7 +144,7 @@ struct DelegateTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/held", MockTransport.Reply.json("{}").held())
         var manager: TestManager? = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         let waiting = manager?.send(TestRequest("/held", .waitUntilDone))
         let queued = manager?.send(TestRequest("/held", .waitUntilDone))
         let engineReference = WeakReference(manager?.engine)
@@ -159,7 +161,8 @@ struct DelegateTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/big", .json("{}"))
-        let manager = TrackingManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let manager = TrackingManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         let task = manager.send(TestRequest("/big"))
         #expect(task.state.name == "finished")
         #expect(task.responseSource == .network)
@@ -171,7 +174,8 @@ struct DelegateTests {
 
     @Test func aURLRequestHookThatThrowsFailsTheTaskAsAnInvalidRequest() {
         let h = Harness()
-        let manager = SigningManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let manager = SigningManager(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
         let task = manager.send(TestRequest("/ok"))
         guard case .failed(.invalidRequest(let reason, let underlying)) = task.state else {
             Issue.record("expected invalidRequest, got \(task.state)")

@@ -150,8 +150,10 @@ struct HTTPCodeSamplesTests {
             let engine: APIEngine
             init(engine: APIEngine) { self.engine = engine }
         }
-        let list = try await Products(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
-            .response(for: TestRequest("/products"))
+        let list = try await Products(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline)
+        )
+        .response(for: TestRequest("/products"))
         #expect(list.items.map(\.name) == ["Lamp"])
         #expect(list.items.first?.createdAt == Date(timeIntervalSince1970: 1_795_255_200))
     }
@@ -160,7 +162,8 @@ struct HTTPCodeSamplesTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/ping", .json(#"{"title":"Out of stock","detail":"Lamp is sold out"}"#, status: 409))
-        let api = ProblemAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let api = ProblemAPI(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         do {
             _ = try await api.response(for: PingRequest())
             Issue.record("expected a failure")

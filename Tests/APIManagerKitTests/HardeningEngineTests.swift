@@ -30,7 +30,8 @@ struct HardeningEngineTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         let recorder = EventRecorder()
-        let manager = LimitedManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let manager = LimitedManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         manager.delegate = recorder
         return (manager, transport, recorder)
     }
@@ -83,7 +84,8 @@ struct HardeningEngineTests {
         let h = Harness()
         h.transport.stub(nil, "/flaky", .status(503))
         let manager = Hooked(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate), delay: delay)
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline),
+            delay: delay)
         manager.delegate = h.recorder
         let task = manager.send(TestRequest("/flaky"))
         #expect(h.recorder.events(of: task).dropFirst().first == expected)
@@ -119,7 +121,8 @@ struct HardeningEngineTests {
         transport.stub(nil, "/feed", .json(#"{"value":"v"}"#))
         let cache = APIResponseCache(disk: nil, clock: cacheClock)
         let manager = TestManager(
-            engine: APIEngine(transport: transport, clock: engineClock, delivery: .immediate, cache: cache))
+            engine: APIEngine(
+                transport: transport, clock: engineClock, delivery: .immediate, execution: .inline, cache: cache))
         var request = TestRequest("/feed")
         manager.send(request)
         engineClock.advance(by: 3_600)

@@ -31,7 +31,7 @@ final class WeakBox<Object: AnyObject>: @unchecked Sendable {
 @Suite("Lifetimes")
 struct LifetimeTests {
     private func manager(clock: HoardingClock, transport: MockTransport) -> TestManager {
-        TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
     }
 
     @Test func aFinishedTaskWithADeadlineIsReleasedAlthoughItsClockKeepsTheTimer() {
@@ -87,7 +87,7 @@ struct LifetimeTests {
         let gate = DispatchSemaphore(value: 0)
         blocked.async { gate.wait() }
         var manager: TestManager? = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .queue(blocked)))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .queue(blocked), execution: .inline))
         let task = manager?.send(TestRequest("/held"))
         #expect(transport.heldCount == 1)
         manager = nil

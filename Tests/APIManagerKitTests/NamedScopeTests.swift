@@ -137,7 +137,7 @@ struct NamedScopeTests {
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5),
-                delivery: .queue(deliveryQueue)))
+                delivery: .queue(deliveryQueue), execution: .inline))
         manager.delegate = recorder
         let sent = Locked<[APITask<TestRequest>]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { thread in

@@ -253,7 +253,8 @@ struct PolicyTests {
         let h = Harness()
         let reads = Locked(0)
         let request = FickleRequest(reads: reads)
-        let manager = FickleManager(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let manager = FickleManager(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
         let task = manager.send(request)
         h.transport.releaseAll()
         #expect(task.concurrencyPolicy == .waitUntilDone)

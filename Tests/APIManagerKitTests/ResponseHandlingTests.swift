@@ -67,7 +67,8 @@ func outcome<Response: APIResponse>(
     let transport = MockTransport(clock: clock)
     transport.stub(nil, "/r", reply)
     let manager = GenericManager<Response>(
-        engine: APIEngine(transport: transport, clock: clock, delivery: .immediate), messageOverride: message)
+        engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline),
+        messageOverride: message)
     do {
         return .success(try await manager.response(for: TestRequest("/r")))
     } catch {
@@ -191,13 +192,14 @@ struct ResponseHandlingTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/r", .json("{}"))
-        let manager = GenericManager<Echo>(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let manager = GenericManager<Echo>(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         _ = try await manager.response(for: TestRequest("/r"))
         var custom = TestRequest("/r")
         custom.headers = ["Accept": "application/vnd.test+json"]
         _ = try await manager.response(for: custom)
         let raw = GenericManager<APIRawResponse>(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         _ = try await raw.response(for: TestRequest("/r"))
         #expect(
             transport.requests.map { $0.value(forHTTPHeaderField: "Accept") }

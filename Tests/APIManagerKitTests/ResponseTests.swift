@@ -32,14 +32,16 @@ struct ResponseTests {
     func send(_ reply: MockTransport.Reply) -> AnyAPITask.State {
         let h = Harness()
         h.transport.stub(nil, "/weather", reply)
-        let api = WeatherAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let api = WeatherAPI(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
         return api.send(TestRequest("/weather")).state
     }
 
     @Test func anEnvelopeWithCodeZeroBuildsTheResponse() async throws {
         let h = Harness()
         h.transport.stub(nil, "/weather", .json(#"{"code":0,"message":"ok","result":{"city":"Lisbon"}}"#))
-        let api = WeatherAPI(engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate))
+        let api = WeatherAPI(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
         let weather = try await api.response(for: TestRequest("/weather"))
         #expect(weather.city == "Lisbon")
     }

@@ -36,7 +36,7 @@ struct StressTests {
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5),
-                delivery: .queue(deliveryQueue)))
+                delivery: .queue(deliveryQueue), execution: .inline))
         manager.delegate = recorder
         let sent = Locked<[APITask<TestRequest>]>([])
 
@@ -98,7 +98,8 @@ struct StressTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/cart", MockTransport.Reply.json("{}").after(0.01))
-        let manager = TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate))
+        let manager = TestManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             for _ in 0..<100 { manager.send(TestRequest("/cart", .waitUntilDone)) }
         }

@@ -119,7 +119,8 @@ final class Harness: @unchecked Sendable {
         transport = MockTransport(clock: clock)
         manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate))
+                transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate,
+                execution: .inline))
         manager.delegate = recorder
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         transport.stub(nil, "/slow", MockTransport.Reply.json(#"{"value":"slow"}"#).after(1))
@@ -167,7 +168,7 @@ final class RequestHookManager: APIManager, @unchecked Sendable {
     private let makeRequest: @Sendable (APITask<TestRequest>) throws -> URLRequest
 
     init(_ harness: Harness, urlRequest: @escaping @Sendable (APITask<TestRequest>) throws -> URLRequest) {
-        engine = APIEngine(transport: harness.transport, clock: harness.clock, delivery: .immediate)
+        engine = APIEngine(transport: harness.transport, clock: harness.clock, delivery: .immediate, execution: .inline)
         makeRequest = urlRequest
     }
 

@@ -36,7 +36,15 @@ extension APIEngine {
             store(timer, in: task, as: \.retryTimer) { $0.phase == .waitingForRetry && $0.attemptNumber == attempt }
         }
         if !effects.starts.isEmpty {
-            StartTrampoline.perform(effects.starts)
+            switch execution {
+            case .inline:
+                StartTrampoline.perform(effects.starts)
+            case .queue(let queue):
+                // `send(_:)` returns once the policy is decided: the request is built over there.
+                for start in effects.starts {
+                    queue.async { start.engine.performStart(start.task, attempt: start.attempt) }
+                }
+            }
         }
         switch effects.delivery {
         // Weakly: a pending delivery must not keep a released manager's engine (and its tasks) alive.

@@ -28,6 +28,8 @@ public final class APIEngine: @unchecked Sendable {
     public let cache: APIResponseCache?
     /// The auth headers captured from responses and sent back; `nil` for none.
     public let persistedHeaders: APIPersistedHeaders?
+    /// Where attempts are built and responses decoded (see ``APIExecution``).
+    public let execution: APIExecution
 
     let lock = Lock()
 
@@ -48,6 +50,8 @@ public final class APIEngine: @unchecked Sendable {
     ///   - clock: a ``DispatchClock`` unless given.
     ///   - randomSource: the system's generator unless given.
     ///   - delivery: `.queue(.main)` unless given.
+    ///   - execution: a concurrent queue of the engine's own (``APIExecution/concurrent(label:)``)
+    ///     unless given; `.inline` for tests on a virtual clock.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
     ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
     public init(
@@ -55,12 +59,14 @@ public final class APIEngine: @unchecked Sendable {
         clock: any APIClock = DispatchClock(),
         randomSource: any APIRandomSource = SystemRandomSource(),
         delivery: APIDelivery = .queue(.main),
+        execution: APIExecution = .concurrent(),
         cache: APIResponseCache? = nil,
         persistedHeaders: APIPersistedHeaders? = nil
     ) {
         self.transport = transport
         self.clock = clock
         self.randomSource = randomSource
+        self.execution = execution
         self.delivery = delivery
         self.cache = cache
         self.persistedHeaders = persistedHeaders
@@ -272,35 +278,26 @@ public final class APIEngine: @unchecked Sendable {
                 cache, for: task, attempt: attempt, request: &urlRequest, sensitiveHeaders: sensitiveHeaders)
             if cacheContext == nil { return }  // answered from the cache
         }
-        let context = cacheContext
-        let sentRequest = urlRequest
-        let sensitive = sensitiveHeaders
         // A task that ended while its request was being built is never handed to the transport.
         guard claimSend(task, attempt: attempt) else { return }
+        let sent = SentAttempt(
+            task: task, number: attempt, request: urlRequest, startedAt: clock.now,
+            options: APITransportOptions(
+                sensitiveHeaders: sensitiveHeaders, maxResponseBodySize: task.maxResponseBodySize),
+            monitor: monitor, cache: cacheContext)
         monitor?(
             APIEvent(
-                kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: sentRequest, duration: nil,
-                sensitiveHeaders: sensitive))
-        let startedAt = clock.now
-        let limit = task.maxResponseBodySize
-        let options = APITransportOptions(sensitiveHeaders: sensitiveHeaders, maxResponseBodySize: limit)
-        let handle = transport.send(urlRequest, options: options) { [weak self] result in
+                kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: urlRequest, duration: nil,
+                sensitiveHeaders: sensitiveHeaders))
+        let handle = transport.send(urlRequest, options: sent.options) { [weak self] result in
             guard let self else { return }
-            var result = result.mapError(APIError.wrapTransport)
-            // For transports that do not enforce the limit themselves.
-            if case .success(let raw) = result, let limit, raw.body.count > limit {
-                result = .failure(.responseTooLarge(limit: limit))
+            switch self.execution {
+            case .inline:
+                self.transportAnswered(sent, result: result)
+            case .queue(let queue):
+                // Off the transport's callback queue: responses of different tasks build in parallel.
+                queue.async { self.transportAnswered(sent, result: result) }
             }
-            if case .success(let raw) = result {
-                self.persistedHeaders?.capture(from: raw, requestURL: sentRequest.url)
-            }
-            if let monitor, self.isCurrent(task, attempt: attempt) {
-                monitor(
-                    APIEvent(
-                        kind: .finished(result), taskIdentifier: task.identifier, attempt: attempt,
-                        request: sentRequest, duration: self.clock.now - startedAt, sensitiveHeaders: sensitive))
-            }
-            self.attemptCompleted(task, attempt: attempt, result: result, cache: context)
         }
         lock.lock()
         guard task.attemptNumber == attempt else {
@@ -319,6 +316,37 @@ public final class APIEngine: @unchecked Sendable {
             // The transport completed inside `send`.
             lock.unlock()
         }
+    }
+
+    /// One attempt handed to the transport: what its answer needs.
+    struct SentAttempt: Sendable {
+        let task: AnyAPITask
+        let number: Int
+        let request: URLRequest
+        let startedAt: TimeInterval
+        let options: APITransportOptions
+        let monitor: (@Sendable (APIEvent) -> Void)?
+        let cache: CacheContext?
+    }
+
+    /// What the transport answered, on the thread ``execution`` says.
+    private func transportAnswered(_ sent: SentAttempt, result: Result<APIRawResponse, any Error>) {
+        var result = result.mapError(APIError.wrapTransport)
+        // For transports that do not enforce the limit themselves.
+        if case .success(let raw) = result, let limit = sent.options.maxResponseBodySize, raw.body.count > limit {
+            result = .failure(.responseTooLarge(limit: limit))
+        }
+        if case .success(let raw) = result {
+            persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
+        }
+        if let monitor = sent.monitor, isCurrent(sent.task, attempt: sent.number) {
+            monitor(
+                APIEvent(
+                    kind: .finished(result), taskIdentifier: sent.task.identifier, attempt: sent.number,
+                    request: sent.request, duration: clock.now - sent.startedAt,
+                    sensitiveHeaders: sent.options.sensitiveHeaders))
+        }
+        attemptCompleted(sent.task, attempt: sent.number, result: result, cache: sent.cache)
     }
 
     private func attemptCompleted(
