@@ -42,7 +42,11 @@ extension APIEngine {
             case .queue(let queue):
                 // `send(_:)` returns once the policy is decided: the request is built over there.
                 for start in effects.starts {
-                    queue.async { start.engine.performStart(start.task, attempt: start.attempt) }
+                    queue.async {
+                        // A task cancelled while its start waited in the queue is not even built.
+                        guard start.engine.isCurrent(start.task, attempt: start.attempt) else { return }
+                        start.engine.performStart(start.task, attempt: start.attempt)
+                    }
                 }
             }
         }

@@ -434,7 +434,7 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
-    private func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
+    func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
         lock.withLock { task.phase == .running && task.attemptNumber == attempt }
     }
 

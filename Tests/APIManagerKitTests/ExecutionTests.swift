@@ -1,0 +1,107 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Dispatch
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Where an engine with `execution: .queue(…)` does its work.
+@Suite("Execution on the work queue")
+struct ExecutionTests {
+    static let marker = DispatchSpecificKey<String>()
+
+    /// A manager that records on which queue its hooks ran, and can hold its response build until
+    /// another task's has started too.
+    final class Recording: APIManager, @unchecked Sendable {
+        // @unchecked: `log` is a Locked; the rest is immutable.
+        typealias Request = TestRequest
+        typealias Response = Echo
+        let engine: APIEngine
+        let log = Locked<[String]>([])
+        let rendezvous: DispatchGroup?
+
+        init(engine: APIEngine, rendezvous: DispatchGroup? = nil) {
+            self.engine = engine
+            self.rendezvous = rendezvous
+        }
+
+        func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest {
+            log.withLock { $0.append("build on \(DispatchQueue.getSpecific(key: ExecutionTests.marker) ?? "caller")") }
+            return try task.request.makeURLRequest()
+        }
+
+        func response(for task: APITask<TestRequest>, from raw: APIRawResponse) throws -> Echo {
+            log.withLock { $0.append("decode on \(DispatchQueue.getSpecific(key: ExecutionTests.marker) ?? "caller")") }
+            if let rendezvous {
+                // Both builds must be running at once for either to go on.
+                rendezvous.leave()
+                guard rendezvous.wait(timeout: .now() + 10) == .success else { throw CancellationError() }
+            }
+            return try JSONDecoder().decode(Echo.self, from: raw.body)
+        }
+    }
+
+    private static func workQueue() -> DispatchQueue {
+        let queue = DispatchQueue(label: "execution-tests.work", attributes: .concurrent)
+        queue.setSpecific(key: marker, value: "work queue")
+        return queue
+    }
+
+    @Test func sendReturnsBeforeTheRequestIsBuiltAndEverythingRunsOnTheWorkQueue() async throws {
+        let transport = MockTransport()
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let manager = Recording(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(Self.workQueue())))
+        let echo = try await manager.response(for: TestRequest("/ok"))
+        #expect(echo.value == "ok")
+        #expect(manager.log.withLock { $0 } == ["build on work queue", "decode on work queue"])
+    }
+
+    @Test func anInlineEngineWorksOnTheCallersThread() {
+        let transport = MockTransport()
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let manager = Recording(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let task = manager.send(TestRequest("/ok"))
+        #expect(task.state.name == "finished")
+        #expect(manager.log.withLock { $0 } == ["build on caller", "decode on caller"])
+    }
+
+    /// Two responses are built at the same time: each build waits until the other has started,
+    /// which only a concurrent queue allows (on one thread, the first would wait forever).
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount >= 2, "needs two cores"))
+    func responsesOfDifferentTasksAreBuiltInParallel() async throws {
+        let transport = MockTransport()
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let rendezvous = DispatchGroup()
+        rendezvous.enter()
+        rendezvous.enter()
+        let manager = Recording(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(Self.workQueue())),
+            rendezvous: rendezvous)
+        async let first = manager.response(for: TestRequest("/ok"))
+        async let second = manager.response(for: TestRequest("/ok"))
+        let values = try await [first.value, second.value]
+        #expect(values == ["ok", "ok"])
+    }
+
+    @Test func aCancelledTaskIsNeverSentWhenItsStartWasAlreadyQueued() async {
+        let transport = MockTransport()
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let queue = Self.workQueue()
+        let gate = DispatchSemaphore(value: 0)
+        queue.async(flags: .barrier) { gate.wait() }  // holds the queue until the task is cancelled
+        let manager = Recording(engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(queue)))
+        let task = manager.send(TestRequest("/ok"))
+        task.cancel()
+        gate.signal()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async(flags: .barrier) { continuation.resume() }
+        }
+        #expect(task.state.name == "cancelled(explicit)")
+        #expect(transport.records.isEmpty)
+        #expect(manager.log.withLock { $0 }.isEmpty, "its request was not even built")
+    }
+}
