@@ -105,3 +105,54 @@ struct ExecutionTests {
         #expect(manager.log.withLock { $0 }.isEmpty, "its request was not even built")
     }
 }
+
+/// The cache store stage on a work queue writes its file after the task ends (write behind).
+@Suite("Write-behind cache stores")
+struct WriteBehindTests {
+    /// A memory budget of 0, so only the disk (or the pending write) can answer.
+    private func makeManager(_ directory: TemporaryDirectory) -> (TestManager, MockTransport, APIResponseCache) {
+        let transport = MockTransport()
+        transport.stub(nil, "/feed", .json(#"{"value":"fresh"}"#), .json(#"{"value":"second"}"#))
+        let cache = APIResponseCache(memoryBudget: 0, disk: .init(directory: directory.url))
+        let queue = DispatchQueue(label: "write-behind.work", attributes: .concurrent)
+        let manager = TestManager(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(queue), cache: cache))
+        return (manager, transport, cache)
+    }
+
+    @Test func aReadAfterTheTaskEndedSeesTheStoreEvenBeforeItsFileIsWritten() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let (manager, transport, cache) = makeManager(directory)
+        _ = try await manager.response(for: TestRequest("/feed"))
+        let key = APICacheKey(method: "GET", url: "https://api.test/feed")
+        #expect(cache.entry(for: key)?.response.body == Data(#"{"value":"fresh"}"#.utf8))
+        var cached = TestRequest("/feed")
+        cached.cacheOption = .cacheOnly
+        #expect(try await manager.response(for: cached).value == "fresh")
+        #expect(transport.records.count == 1)
+    }
+
+    @Test func aRemoveAfterAWriteBehindStoreIsTheLastWord() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let (manager, _, cache) = makeManager(directory)
+        _ = try await manager.response(for: TestRequest("/feed"))
+        let key = APICacheKey(method: "GET", url: "https://api.test/feed")
+        cache.remove(for: key)
+        #expect(cache.entry(for: key) == nil)
+        #expect(directory.cacheFiles.isEmpty, "the queued write ran before the removal, not after")
+    }
+
+    @Test func theFileIsWrittenBehindTheTask() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let (manager, _, cache) = makeManager(directory)
+        _ = try await manager.response(for: TestRequest("/feed"))
+        // Removing another key waits for the queued writes: the file of /feed is there by then.
+        cache.remove(for: APICacheKey(method: "GET", url: "https://api.test/other"))
+        #expect(directory.cacheFiles.count == 1)
+        let reader = APIResponseCache(memoryBudget: 0, disk: .init(directory: directory.url, warmsMemory: false))
+        #expect(reader.entry(for: APICacheKey(method: "GET", url: "https://api.test/feed")) != nil)
+    }
+}

@@ -12,8 +12,8 @@ import FoundationNetworking
 /// Writes go to both tiers. Every read compares the stored key with the wanted one, so a hash
 /// collision is a miss, never a wrong answer.
 public final class APIResponseCache: @unchecked Sendable {
-    // @unchecked: `memory`, `disk` and `handler` are only touched while holding `lock`; file I/O
-    // happens outside it, and files are replaced atomically.
+    // @unchecked: `memory`, `disk`, `pendingWrites` and `handler` are only touched while holding
+    // `lock`; file I/O happens outside it, and files are replaced atomically.
 
     /// Settings of the disk tier.
     public struct DiskOptions: Sendable {
@@ -68,6 +68,12 @@ public final class APIResponseCache: @unchecked Sendable {
     private var memory: MemoryCacheTier
     private var disk: DiskCacheTier?
     private var handler: (@Sendable (APICacheEvent) -> Void)?
+    /// Entries whose file a write-behind store has scheduled and not yet written, by slot: a read
+    /// finds them here, so it never misses a store it came after.
+    private var pendingWrites: [String: (entry: APICacheEntry, write: UInt64)] = [:]
+    private var lastWrite: UInt64 = 0
+    /// Where write-behind stores write their files, one at a time and in order.
+    private let ioQueue = DispatchQueue(label: "APIManagerKit.APIResponseCache.io")
 
     /// - Parameters:
     ///   - memoryBudget: bytes the memory tier may hold. 1 MiB unless given.
@@ -154,7 +160,7 @@ public final class APIResponseCache: @unchecked Sendable {
         var events: [APICacheEvent] = []
         defer { emit(events) }
         let (found, diskURL): (APICacheEntry?, URL?) = lock.withLock {
-            (memory.entry(inSlot: slot), disk?.fileURL(forSlot: slot))
+            (memory.entry(inSlot: slot) ?? pendingWrites[slot]?.entry, disk?.fileURL(forSlot: slot))
         }
         if let found {
             guard found.key == key else {
@@ -212,15 +218,39 @@ public final class APIResponseCache: @unchecked Sendable {
     }
 
     func store(_ entry: APICacheEntry) {
+        store(entry, writingBehind: false)
+    }
+
+    /// Stores in memory at once; the file is written now, or, `writingBehind`, later on the cache's
+    /// own queue, so the caller (an attempt about to end) does not wait for the disk. Until it is
+    /// written, reads find the entry among the pending writes.
+    func store(_ entry: APICacheEntry, writingBehind: Bool) {
         let slot = hasher.slot(for: entry.key)
         var events: [APICacheEvent] = []
-        defer { emit(events) }
-        let diskURL: URL? = lock.withLock {
+        let (diskURL, write): (URL?, UInt64) = lock.withLock {
             events += memory.store(entry, inSlot: slot).map { .evicted($0.key) }
-            return disk?.fileURL(forSlot: slot)
+            let url = disk?.fileURL(forSlot: slot)
+            lastWrite += 1
+            if writingBehind, url != nil { pendingWrites[slot] = (entry, lastWrite) }
+            return (url, lastWrite)
         }
         events.append(.stored(entry.key, bytes: entry.response.body.count))
+        emit(events)
         guard let diskURL else { return }
+        if writingBehind {
+            ioQueue.async { self.writeFile(entry, slot: slot, to: diskURL, write: write) }
+        } else {
+            writeFile(entry, slot: slot, to: diskURL, write: write)
+        }
+    }
+
+    private func writeFile(_ entry: APICacheEntry, slot: String, to diskURL: URL, write: UInt64) {
+        var events: [APICacheEvent] = []
+        defer { emit(events) }
+        defer {
+            // Only this write's own pending entry: a later store of the slot stays pending.
+            lock.withLock { if pendingWrites[slot]?.write == write { pendingWrites[slot] = nil } }
+        }
         do {
             let size = try DiskCacheTier.write(entry, to: diskURL)
             lock.withLock { disk?.recordUse(ofSlot: slot, size: size, at: entry.storedAt) }
@@ -236,14 +266,16 @@ public final class APIResponseCache: @unchecked Sendable {
 
     /// Marks the entry as confirmed by the server now (after a `304 Not Modified`), merging the
     /// new response's headers into the stored ones.
-    func refresh(_ entry: APICacheEntry, with notModified: APIRawResponse) -> APICacheEntry {
+    func refresh(
+        _ entry: APICacheEntry, with notModified: APIRawResponse, writingBehind: Bool = false
+    ) -> APICacheEntry {
         var refreshed = entry
         refreshed.storedAt = clock.date
         for (name, value) in notModified.headers where Self.refreshableHeaders.contains(name.lowercased()) {
             let existing = refreshed.response.headers.keys.first { $0.lowercased() == name.lowercased() }
             refreshed.response.headers[existing ?? name] = value
         }
-        store(refreshed)
+        store(refreshed, writingBehind: writingBehind)
         return refreshed
     }
 
@@ -256,9 +288,11 @@ public final class APIResponseCache: @unchecked Sendable {
         let slot = hasher.slot(for: key)
         let url: URL? = lock.withLock {
             memory.removeEntry(inSlot: slot)
+            pendingWrites[slot] = nil
             return disk?.fileURL(forSlot: slot)
         }
-        if let url { removeFile(url, slot: slot) }
+        // After any write of this file still queued, so the removal is the last word.
+        if let url { ioQueue.sync { removeFile(url, slot: slot) } }
     }
 
     /// Removes the entry a request would read: the same method, URL, body and partition.
@@ -271,12 +305,15 @@ public final class APIResponseCache: @unchecked Sendable {
         let directory: URL? = lock.withLock {
             memory.removeAll()
             disk?.forgetAll()
+            pendingWrites.removeAll()
             return disk?.directory
         }
         guard let directory else { return }
-        for file in DiskCacheTier.scan(directory) {
-            try? FileManager.default.removeItem(
-                at: DiskCacheTier.fileURL(in: directory, slot: file.slot))
+        ioQueue.sync {
+            for file in DiskCacheTier.scan(directory) {
+                try? FileManager.default.removeItem(
+                    at: DiskCacheTier.fileURL(in: directory, slot: file.slot))
+            }
         }
     }
 

@@ -30,6 +30,11 @@ public final class APIEngine: @unchecked Sendable {
     public let persistedHeaders: APIPersistedHeaders?
     /// Where attempts are built and responses decoded (see ``APIExecution``).
     public let execution: APIExecution
+    /// Whether cache files are written after their task ends (on a work queue) rather than before.
+    var writesBehind: Bool {
+        if case .queue = execution { return true }
+        return false
+    }
 
     let lock = Lock()
 
@@ -274,9 +279,24 @@ public final class APIEngine: @unchecked Sendable {
         }
         var cacheContext: CacheContext?
         if let cache {
-            cacheContext = consultCache(
-                cache, for: task, attempt: attempt, request: &urlRequest, sensitiveHeaders: sensitiveHeaders)
-            if cacheContext == nil { return }  // answered from the cache
+            let lookup = CacheLookupStage.lookUp(
+                cache, settings: task.cacheSettings, attempt: attempt, request: urlRequest,
+                sensitiveHeaders: sensitiveHeaders, writesBehind: writesBehind)
+            switch lookup {
+            case .answer(let stored, let otherwise):
+                if deliverCached(stored, for: task, attempt: attempt, terminal: true) { return }
+                cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
+                cacheContext = otherwise
+            case .copyFirst(let stored, var then):
+                if !deliverCached(stored, for: task, attempt: attempt, terminal: false) {
+                    cache.remove(for: then.key)
+                    then.revalidating = nil
+                }
+                cacheContext = then
+            case .network(let context):
+                cacheContext = context
+            }
+            cacheContext?.addConditionalHeaders(to: &urlRequest)
         }
         // A task that ended while its request was being built is never handed to the transport.
         guard claimSend(task, attempt: attempt) else { return }
@@ -359,8 +379,7 @@ public final class APIEngine: @unchecked Sendable {
         var source = APIResponseSource.network
         switch result {
         case .success(let raw):
-            if raw.statusCode == 304, let context, let stored = context.revalidating {
-                let refreshed = context.cache.refresh(stored, with: raw)
+            if raw.statusCode == 304, let refreshed = context?.refresh(with: raw) {
                 outcome = task.buildResponse(refreshed.response)
                 source = .revalidated
             } else {
