@@ -33,5 +33,11 @@ let package = Package(
             dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
             path: "Sources/TaskMemory"
         ),
+        // send(_:)'s cost to the sender and parallel response builds, work queue against inline.
+        .executableTarget(
+            name: "WorkQueue",
+            dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
+            path: "Sources/WorkQueue"
+        ),
     ]
 )
