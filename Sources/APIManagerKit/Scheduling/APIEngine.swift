@@ -247,216 +247,6 @@ public final class APIEngine: @unchecked Sendable {
         return tasks
     }
 
-    // MARK: Attempts
-
-    /// Builds the request and hands it to the transport (after consulting the cache). Called without
-    /// the lock, through the trampoline.
-    func performStart(_ task: AnyAPITask, attempt: Int) {
-        let monitor = eventMonitor
-        var urlRequest: URLRequest
-        var sensitiveHeaders = task.sensitiveHeaders
-        do throws(APIError) {
-            urlRequest = try task.makeURLRequest()
-            if let persistedHeaders {
-                persistedHeaders.apply(to: &urlRequest)
-                sensitiveHeaders.formUnion(persistedHeaders.names)
-            }
-            // Whatever set them (the request, `configure(_:)`, `urlRequest(for:)`), no header may
-            // inject lines into the request.
-            try HTTPFieldValidation.validate(urlRequest)
-            let timeout = urlRequest.timeoutInterval
-            guard timeout.isFinite, timeout > 0 else {
-                throw APIError.invalidRequest(
-                    reason: "the timeout \(timeout) is not a positive, finite number of seconds")
-            }
-        } catch {
-            monitor?(
-                APIEvent(
-                    kind: .finished(.failure(error)), taskIdentifier: task.identifier, attempt: attempt, request: nil,
-                    duration: nil, sensitiveHeaders: []))
-            attemptCompleted(task, attempt: attempt, result: .failure(error), cache: nil)
-            return
-        }
-        var cacheContext: CacheContext?
-        if let cache {
-            let lookup = CacheLookupStage.lookUp(
-                cache, settings: task.cacheSettings, attempt: attempt, request: urlRequest,
-                sensitiveHeaders: sensitiveHeaders, writesBehind: writesBehind)
-            switch lookup {
-            case .answer(let stored, let otherwise):
-                if deliverCached(stored, for: task, attempt: attempt, terminal: true) { return }
-                cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
-                cacheContext = otherwise
-            case .copyFirst(let stored, var then):
-                if !deliverCached(stored, for: task, attempt: attempt, terminal: false) {
-                    cache.remove(for: then.key)
-                    then.revalidating = nil
-                }
-                cacheContext = then
-            case .network(let context):
-                cacheContext = context
-            }
-            cacheContext?.addConditionalHeaders(to: &urlRequest)
-        }
-        // A task that ended while its request was being built is never handed to the transport.
-        guard claimSend(task, attempt: attempt) else { return }
-        let sent = SentAttempt(
-            task: task, number: attempt, request: urlRequest, startedAt: clock.now,
-            options: APITransportOptions(
-                sensitiveHeaders: sensitiveHeaders, maxResponseBodySize: task.maxResponseBodySize),
-            monitor: monitor, cache: cacheContext)
-        monitor?(
-            APIEvent(
-                kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: urlRequest, duration: nil,
-                sensitiveHeaders: sensitiveHeaders))
-        let handle = transport.send(urlRequest, options: sent.options) { [weak self] result in
-            guard let self else { return }
-            switch self.execution {
-            case .inline:
-                self.transportAnswered(sent, result: result)
-            case .queue(let queue):
-                // Off the transport's callback queue: responses of different tasks build in parallel.
-                queue.async { self.transportAnswered(sent, result: result) }
-            }
-        }
-        lock.lock()
-        guard task.attemptNumber == attempt else {
-            lock.unlock()
-            return
-        }
-        switch task.attemptProgress {
-        case .starting:
-            task.attemptProgress = .sent(handle)
-            lock.unlock()
-        case .abandoned:
-            task.attemptProgress = .idle
-            lock.unlock()
-            handle.cancel()
-        case .idle, .sent:
-            // The transport completed inside `send`.
-            lock.unlock()
-        }
-    }
-
-    /// One attempt handed to the transport: what its answer needs.
-    struct SentAttempt: Sendable {
-        let task: AnyAPITask
-        let number: Int
-        let request: URLRequest
-        let startedAt: TimeInterval
-        let options: APITransportOptions
-        let monitor: (@Sendable (APIEvent) -> Void)?
-        let cache: CacheContext?
-    }
-
-    /// What the transport answered, on the thread ``execution`` says.
-    private func transportAnswered(_ sent: SentAttempt, result: Result<APIRawResponse, any Error>) {
-        var result = result.mapError(APIError.wrapTransport)
-        // For transports that do not enforce the limit themselves.
-        if case .success(let raw) = result, let limit = sent.options.maxResponseBodySize, raw.body.count > limit {
-            result = .failure(.responseTooLarge(limit: limit))
-        }
-        if case .success(let raw) = result {
-            persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
-        }
-        if let monitor = sent.monitor, isCurrent(sent.task, attempt: sent.number) {
-            monitor(
-                APIEvent(
-                    kind: .finished(result), taskIdentifier: sent.task.identifier, attempt: sent.number,
-                    request: sent.request, duration: clock.now - sent.startedAt,
-                    sensitiveHeaders: sent.options.sensitiveHeaders))
-        }
-        attemptCompleted(sent.task, attempt: sent.number, result: result, cache: sent.cache)
-    }
-
-    private func attemptCompleted(
-        _ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>, cache context: CacheContext?
-    ) {
-        // A cheap check first, so a late answer never runs the manager's hooks; the transition below
-        // checks again under the lock, since the task may end while the hooks run.
-        guard isCurrent(task, attempt: attempt) else { return }
-        var outcome: Result<any Sendable, APIError>
-        var source = APIResponseSource.network
-        switch result {
-        case .success(let raw):
-            if raw.statusCode == 304, let refreshed = context?.refresh(with: raw) {
-                outcome = task.buildResponse(refreshed.response)
-                source = .revalidated
-            } else {
-                outcome = task.buildResponse(raw)
-                if case .success = outcome, let context { context.store(raw) }
-            }
-        case .failure(let error):
-            outcome = .failure(error)
-        }
-        var retryDelay: TimeInterval?
-        if case .failure(let error) = outcome, Self.mayRetry(error),
-            let delay = task.retryDelay(afterAttempt: attempt, error: error), delay.isFinite
-        {
-            retryDelay = max(0, delay)
-        }
-
-        var effects = Effects()
-        lock.lock()
-        guard task.phase == .running, task.attemptNumber == attempt else {
-            lock.unlock()
-            return
-        }
-        task.attemptProgress = .idle
-        switch (outcome, retryDelay) {
-        case (.failure(let error), let delay?):
-            task.phase = .waitingForRetry
-            emit(.willRetry(delay: delay, error: error), for: task, effects: &effects)
-            if delay == 0 {
-                beginAttempt(task, effects: &effects)
-            } else {
-                effects.retries.append((task, attempt, delay))
-            }
-        default:
-            end(task, with: outcome, source: source, effects: &effects)
-        }
-        lock.unlock()
-        perform(effects)
-    }
-
-    /// Delivers a cached copy ahead of the network (`terminal == false`) or as the task's end.
-    /// Returns `false`, doing nothing, when the stored response no longer builds a response.
-    func deliverCached(_ raw: APIRawResponse, for task: AnyAPITask, attempt: Int, terminal: Bool) -> Bool {
-        let outcome = task.buildResponse(raw)
-        guard case .success(let payload) = outcome else { return false }
-        var effects = Effects()
-        lock.lock()
-        if task.phase == .running, task.attemptNumber == attempt {
-            if terminal {
-                task.attemptProgress = .idle
-                end(task, with: outcome, source: .cache, effects: &effects)
-            } else {
-                emit(.cachedResponse(payload), for: task, effects: &effects)
-                if let observer = task.observer { effects.observations.append((observer, .cached(payload))) }
-            }
-        }
-        lock.unlock()
-        perform(effects)
-        return true
-    }
-
-    /// Whether the attempt may go to the transport: it is still the task's current one. An attempt
-    /// abandoned while it was being built is settled here instead.
-    private func claimSend(_ task: AnyAPITask, attempt: Int) -> Bool {
-        lock.withLock {
-            guard task.attemptNumber == attempt else { return false }
-            if case .abandoned = task.attemptProgress {
-                task.attemptProgress = .idle
-                return false
-            }
-            return task.phase == .running
-        }
-    }
-
-    func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
-        lock.withLock { task.phase == .running && task.attemptNumber == attempt }
-    }
-
     /// Cancelled, ignored, timed-out and decoding failures never retry, whatever the hook says.
     static func mayRetry(_ error: APIError) -> Bool {
         switch error {
@@ -503,7 +293,7 @@ public final class APIEngine: @unchecked Sendable {
         beginAttempt(task, effects: &effects)
     }
 
-    private func beginAttempt(_ task: AnyAPITask, effects: inout Effects) {
+    func beginAttempt(_ task: AnyAPITask, effects: inout Effects) {
         task.attemptNumber += 1
         task.phase = .running
         task.attemptProgress = .starting
@@ -520,7 +310,7 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
-    private func end(
+    func end(
         _ task: AnyAPITask, with outcome: Result<any Sendable, APIError>, source: APIResponseSource? = nil,
         effects: inout Effects, pump shouldPump: Bool = true, notify: Bool = true
     ) {
@@ -570,7 +360,7 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
-    private func emit(_ event: AnyAPITask.Event, for task: AnyAPITask, effects: inout Effects) {
+    func emit(_ event: AnyAPITask.Event, for task: AnyAPITask, effects: inout Effects) {
         outbox.append((task, event))
         if !isDeliveryScheduled {
             isDeliveryScheduled = true

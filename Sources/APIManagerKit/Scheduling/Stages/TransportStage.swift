@@ -1,0 +1,35 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The transport stage of an attempt: what an attempt handed to the transport carries, and what its
+/// answer becomes before a response is built from it.
+enum TransportStage {
+    /// One attempt handed to the transport: what its answer needs.
+    struct SentAttempt: Sendable {
+        let task: AnyAPITask
+        let number: Int
+        let request: URLRequest
+        let startedAt: TimeInterval
+        let options: APITransportOptions
+        let monitor: (@Sendable (APIEvent) -> Void)?
+        let cache: CacheContext?
+    }
+
+    /// The transport's answer as an ``APIError`` result: its error wrapped, a body past the limit
+    /// refused (for transports that do not enforce it themselves), persisted auth headers captured.
+    static func answer(
+        _ result: Result<APIRawResponse, any Error>, for sent: SentAttempt, persistedHeaders: APIPersistedHeaders?
+    ) -> Result<APIRawResponse, APIError> {
+        var result = result.mapError(APIError.wrapTransport)
+        if case .success(let raw) = result, let limit = sent.options.maxResponseBodySize, raw.body.count > limit {
+            result = .failure(.responseTooLarge(limit: limit))
+        }
+        if case .success(let raw) = result {
+            persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
+        }
+        return result
+    }
+}
