@@ -6,7 +6,7 @@
 #   bash Scripts/benchmark-http.sh --instructions
 # --instructions counts retired instructions per request instead (valgrind --tool=callgrind, the
 # slope between 300 and 900 requests, 8 in flight, 205 B and 64 KiB) for raw URLSession, the
-# transport and the manager; it repeats within about 1 % on a busy machine, where wall time does not.
+# transport and the manager (on its work queue, and inline); it repeats within about 1 % on a busy machine, where wall time does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 instructions=false
@@ -91,18 +91,20 @@ if $instructions; then
         # awk reads to the end, so callgrind_annotate never dies of a closed pipe (pipefail).
         callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,
     }
-    echo "| body | raw URLSession | transport | manager | transport / raw | manager / raw |"
-    echo "|---|---:|---:|---:|---:|---:|"
+    echo "| body | raw URLSession | transport | manager (work queue) | manager (inline) | transport / raw | manager / raw | inline manager / raw |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     for body in small large; do
         declare -A per
-        for client in raw transport manager; do
+        for client in raw transport manager managerInline; do
             low=$(count_instructions "$client" "$body" 300)
             high=$(count_instructions "$client" "$body" 900)
             per[$client]=$(((high - low) / 600))
         done
         label=$([[ $body == small ]] && echo "205 B" || echo "64 KiB")
-        awk -v b="$label" -v r="${per[raw]}" -v t="${per[transport]}" -v m="${per[manager]}" 'BEGIN {
-            printf "| %s | %.0fk | %.0fk | %.0fk | %.3fx | %.3fx |\n", b, r / 1000, t / 1000, m / 1000, t / r, m / r }'
+        awk -v b="$label" -v r="${per[raw]}" -v t="${per[transport]}" -v m="${per[manager]}" \
+            -v i="${per[managerInline]}" 'BEGIN {
+            printf "| %s | %.0fk | %.0fk | %.0fk | %.0fk | %.3fx | %.3fx | %.3fx |\n", b, r / 1000, t / 1000, m / 1000,
+                i / 1000, t / r, m / r, i / r }'
     done
     echo
     echo "instructions per request, valgrind --tool=callgrind, slope between 300 and 900 requests, 8 in flight"

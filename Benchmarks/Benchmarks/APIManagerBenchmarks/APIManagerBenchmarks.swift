@@ -20,7 +20,7 @@ final class PingAPI: APIManager {
     typealias Response = APIEmptyResponse
     let engine: APIEngine
     init(transport: any APITransport) {
-        engine = APIEngine(transport: transport, delivery: .immediate)
+        engine = APIEngine(transport: transport, delivery: .immediate, execution: .inline)
     }
 }
 

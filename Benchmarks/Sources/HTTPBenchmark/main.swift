@@ -148,8 +148,8 @@ final class FileAPI: APIManager {
     let engine: APIEngine
     private let done: @Sendable (Bool) -> Void
 
-    init(transport: URLSessionTransport, done: @escaping @Sendable (Bool) -> Void) {
-        engine = APIEngine(transport: transport, delivery: .immediate)
+    init(transport: URLSessionTransport, execution: APIExecution, done: @escaping @Sendable (Bool) -> Void) {
+        engine = APIEngine(transport: transport, delivery: .immediate, execution: execution)
         self.done = done
     }
 
@@ -168,10 +168,17 @@ final class ManagerClient: @unchecked Sendable {
     // @unchecked: `current` is replaced only between runs, on the sending thread, before the first
     // request of a run is sent.
     let transport = URLSessionTransport()
+    /// Whether the manager works inline rather than on its work queue (the default).
+    let inline: Bool
     private var current: (api: FileAPI, run: Int)?
 
+    init(inline: Bool) { self.inline = inline }
+
     func send(_ url: URL, done: @escaping @Sendable (Bool) -> Void, run: Int) {
-        if current?.run != run { current = (FileAPI(transport: transport, done: done), run) }
+        if current?.run != run {
+            let execution: APIExecution = inline ? .inline : .concurrent()
+            current = (FileAPI(transport: transport, execution: execution, done: done), run)
+        }
         current?.api.send(FileRequest(url: url))
     }
 }
@@ -182,7 +189,7 @@ let options = parseOptions()
 guard let baseURL = options.baseURL else {
     FileHandle.standardError.write(
         Data(
-            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN] [--memory CLIENT] [--only CLIENT [--in-flight N] [--body small|large]]\n"
+            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,managerInline,transport,delegated,busyN,postN] [--memory CLIENT] [--only CLIENT [--in-flight N] [--body small|large]]\n"
                 .utf8))
     exit(64)
 }
@@ -191,7 +198,8 @@ let control = RawClient()
 let delegated = RawClient(
     session: URLSession(
         configuration: URLSessionTransport.defaultConfiguration, delegate: EmptyDelegate(), delegateQueue: nil))
-let managerClient = ManagerClient()
+let managerClient = ManagerClient(inline: false)
+let inlineManagerClient = ManagerClient(inline: true)
 let transport = URLSessionTransport()
 func sendThroughTransport(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
     _ = transport.send(URLRequest(url: url)) { report($0, to: done) }
@@ -234,12 +242,17 @@ func calibrationClient(named name: String) -> ((URL, @escaping @Sendable (Bool) 
     }
 }
 
-/// The manager client: a new manager for each run.
+/// The manager client: a new manager for each run, working on its work queue (`manager`) or inline
+/// (`managerInline`).
 func sendThroughManager(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
     managerClient.send(url, done: done, run: currentRun)
 }
+func sendThroughInlineManager(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
+    inlineManagerClient.send(url, done: done, run: currentRun)
+}
 let namedClients: [String: (URL, @escaping @Sendable (Bool) -> Void) -> Void] = [
-    "manager": sendThroughManager, "transport": sendThroughTransport, "delegated": delegated.send, "raw": raw.send,
+    "manager": sendThroughManager, "managerInline": sendThroughInlineManager, "transport": sendThroughTransport,
+    "delegated": delegated.send, "raw": raw.send,
 ]
 @MainActor func client(named name: String) -> ((URL, @escaping @Sendable (Bool) -> Void) -> Void)? {
     namedClients[name] ?? calibrationClient(named: name)
@@ -293,7 +306,9 @@ if let only = options.only {
 }
 
 // Warm every client (connections, caches, lazy initialisation).
-for client in [raw.send, control.send, sendThroughManager, sendThroughTransport, delegated.send] {
+for client in [
+    raw.send, control.send, sendThroughManager, sendThroughInlineManager, sendThroughTransport, delegated.send,
+] {
     _ = measure(count: 300, inFlight: 8) { client(small, $0) }
 }
 
