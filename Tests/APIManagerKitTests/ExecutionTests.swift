@@ -156,3 +156,40 @@ struct WriteBehindTests {
         #expect(reader.entry(for: APICacheKey(method: "GET", url: "https://api.test/feed")) != nil)
     }
 }
+
+/// The typed response travels from the response stage to the delegate and the async caller with its
+/// type: nothing is erased and cast back, so even managers of different response types sharing one
+/// engine each get their own type.
+@Suite("Typed end to end")
+struct TypedEndToEndTests {
+    struct Count: APIResponse, Decodable, Equatable { let count: Int }
+
+    final class CountManager: APIManager {
+        typealias Request = TestRequest
+        typealias Response = Count
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    @Test func managersOfDifferentResponseTypesShareAnEngine() async throws {
+        let h = Harness()
+        h.transport.stub(nil, "/count", .json(#"{"count":3,"value":"three"}"#))
+        let counts = CountManager(engine: h.manager.engine)
+        async let echo = h.manager.response(for: TestRequest("/count"))
+        async let count = counts.response(for: TestRequest("/count"))
+        #expect(try await echo == Echo(value: "three"))
+        #expect(try await count == Count(count: 3))
+    }
+
+    @Test func aCachedCopyAndTheResponseReachTheStreamTyped() async throws {
+        let h = CacheHarness()
+        h.transport.stub(nil, "/feed", .json(#"{"value":"old"}"#), .json(#"{"value":"new"}"#))
+        h.send("/feed", .networkOnly)
+        var request = TestRequest("/feed")
+        request.cacheOption = .both
+        var received: [APISourcedResponse<Echo>] = []
+        for try await delivery in h.manager.responses(for: request) { received.append(delivery) }
+        #expect(received.map(\.response) == [Echo(value: "old"), Echo(value: "new")])
+        #expect(received.map(\.source) == [.cache, .network])
+    }
+}

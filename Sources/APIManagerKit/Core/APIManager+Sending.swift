@@ -19,24 +19,16 @@ extension APIManager {
     public func response(for request: Request) async throws(APIError) -> Response {
         let task = makeTask(for: request)
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation {
-                (continuation: CheckedContinuation<Result<any Sendable, APIError>, Never>) in
-                engine.submit(task) { observation in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, APIError>, Never>) in
+                task.observe { observation in
                     if case .ended(let outcome, _) = observation { continuation.resume(returning: outcome) }
                 }
+                engine.submit(task, observed: true)
             }
         } onCancel: {
             task.cancel(reason: .concurrency)
         }
-        switch outcome {
-        case .success(let payload):
-            guard let response = payload as? Response else {
-                throw .invalidRequest(reason: "the engine is shared with a manager of another response type")
-            }
-            return response
-        case .failure(let error):
-            throw error
-        }
+        return try outcome.get()
     }
 
     /// Sends a request and yields each response it delivers, marked with its source: under
@@ -50,21 +42,18 @@ extension APIManager {
             continuation.onTermination = { termination in
                 if case .cancelled = termination { task.cancel(reason: .concurrency) }
             }
-            engine.submit(task) { observation in
+            task.observe { observation in
                 switch observation {
-                case .cached(let payload):
-                    if let response = payload as? Response {
-                        continuation.yield(APISourcedResponse(response: response, source: .cache))
-                    }
-                case .ended(.success(let payload), let source):
-                    if let response = payload as? Response {
-                        continuation.yield(APISourcedResponse(response: response, source: source ?? .network))
-                    }
+                case .cached(let response):
+                    continuation.yield(APISourcedResponse(response: response, source: .cache))
+                case .ended(.success(let response), let source):
+                    continuation.yield(APISourcedResponse(response: response, source: source ?? .network))
                     continuation.finish()
                 case .ended(.failure(let error), _):
                     continuation.finish(throwing: error)
                 }
             }
+            engine.submit(task, observed: true)
         }
     }
 

@@ -71,7 +71,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     var retryTimer: (any APICancellable)?
     var deadlineTimer: (any APICancellable)?
     var cancellationBeforeSubmit: APIError.CancellationReason?
-    var observer: (@Sendable (Observation) -> Void)?
+    /// Whether an async caller waits for this task (its typed observer lives in the typed task).
+    var isObserved = false
     /// The error the task ended with; `nil` while in flight and once it finished with a response.
     /// The response itself is not kept: a task the caller holds after it ended does not keep its
     /// response (and its body) alive.
@@ -85,8 +86,18 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     enum Phase { case created, waiting, running, waitingForRetry, ended }
     /// What an observer (the async API) is told: a cached copy, then the end.
     enum Observation {
-        case cached(any Sendable)
-        case ended(Result<any Sendable, APIError>, APIResponseSource?)
+        case cached(BuiltResponse)
+        case ended(Result<BuiltResponse, APIError>, APIResponseSource?)
+    }
+    /// A typed response on its way to the manager and to the async caller. The engine carries it
+    /// without knowing its type; it hands itself over (the typed task made it, and only the typed
+    /// task knows what it holds), so the response keeps its type end to end, with no cast.
+    struct BuiltResponse: Sendable {
+        enum Destination {
+            case managerCachedCopy, managerFinished, observerCachedCopy
+            case observerEnded(APIResponseSource?)
+        }
+        let handOver: @Sendable (Destination) -> Void
     }
     /// How the task uses the cache, read from the request when it is sent.
     struct CacheSettings {
@@ -171,9 +182,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         throw .invalidRequest(reason: "task has no manager")
     }
 
-    func buildResponse(_ raw: APIRawResponse) -> Result<any Sendable, APIError> {
+    func buildResponse(_ raw: APIRawResponse) -> Result<BuiltResponse, APIError> {
         .failure(.invalidRequest(reason: "task has no manager"))
     }
+
+    /// Tells the async caller, if any, that the task failed.
+    func observerFailed(_ error: APIError) {}
 
     func retryDelay(afterAttempt attempt: Int, error: APIError) -> TimeInterval? { nil }
 
@@ -183,8 +197,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         case waiting
         case started(attempt: Int)
         case willRetry(delay: TimeInterval, error: APIError)
-        case cachedResponse(any Sendable)
-        case finished(any Sendable)
+        case cachedResponse(BuiltResponse)
+        case finished(BuiltResponse)
         case failed(APIError)
     }
 

@@ -105,7 +105,7 @@ extension APIEngine {
         // A cheap check first, so a late answer never runs the manager's hooks; the transition below
         // checks again under the lock, since the task may end while the hooks run.
         guard isCurrent(task, attempt: attempt) else { return }
-        let outcome: Result<any Sendable, APIError>
+        let outcome: Result<AnyAPITask.BuiltResponse, APIError>
         var source = APIResponseSource.network
         switch ResponseStage.run(task, result: result, cache: context) {
         case .built(let payload, let from):
@@ -157,7 +157,7 @@ extension APIEngine {
                 end(task, with: outcome, source: .cache, effects: &effects)
             } else {
                 emit(.cachedResponse(payload), for: task, effects: &effects)
-                if let observer = task.observer { effects.observations.append((observer, .cached(payload))) }
+                if task.isObserved { effects.observations.append((task, .cached(payload))) }
             }
         }
         lock.unlock()

@@ -7,7 +7,7 @@ extension APIEngine {
     /// What a transition decided to do once the lock is released.
     struct Effects {
         var cancellations: [any APICancellable] = []
-        var observations: [(@Sendable (AnyAPITask.Observation) -> Void, AnyAPITask.Observation)] = []
+        var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
         var starts = StartTrampoline.Starts()
         var retries: [(AnyAPITask, Int, TimeInterval)] = []
         var deadlines: [(AnyAPITask, TimeInterval)] = []
@@ -15,7 +15,13 @@ extension APIEngine {
 
         func performCancellationsAndCompletions() {
             for cancellable in cancellations { cancellable.cancel() }
-            for (observer, observation) in observations { observer(observation) }
+            for (task, observation) in observations {
+                switch observation {
+                case .cached(let built): built.handOver(.observerCachedCopy)
+                case .ended(.success(let built), let source): built.handOver(.observerEnded(source))
+                case .ended(.failure(let error), _): task.observerFailed(error)
+                }
+            }
         }
     }
 

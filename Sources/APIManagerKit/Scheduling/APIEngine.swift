@@ -135,14 +135,14 @@ public final class APIEngine: @unchecked Sendable {
     /// being submitted) ends it. `observer`, if given, is told what the async API needs (a cached
     /// copy, the end); it is registered before anything can happen to the task, so it never misses
     /// the end.
-    func submit(_ task: AnyAPITask, observer: (@Sendable (AnyAPITask.Observation) -> Void)? = nil) {
+    func submit(_ task: AnyAPITask, observed: Bool = false) {
         var effects = Effects()
         lock.lock()
         guard task.phase == .created else {
             lock.unlock()
             return
         }
-        task.observer = observer
+        task.isObserved = observed
         nextSequence += 1
         task.sequence = nextSequence
         if let reason = task.cancellationBeforeSubmit {
@@ -311,7 +311,8 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     func end(
-        _ task: AnyAPITask, with outcome: Result<any Sendable, APIError>, source: APIResponseSource? = nil,
+        _ task: AnyAPITask, with outcome: Result<AnyAPITask.BuiltResponse, APIError>,
+        source: APIResponseSource? = nil,
         effects: inout Effects, pump shouldPump: Bool = true, notify: Bool = true
     ) {
         guard task.phase != .ended else { return }
@@ -341,9 +342,9 @@ public final class APIEngine: @unchecked Sendable {
             case .failure(let error): emit(.failed(error), for: task, effects: &effects)
             }
         }
-        if let observer = task.observer {
-            task.observer = nil
-            effects.observations.append((observer, .ended(outcome, task.source)))
+        if task.isObserved {
+            task.isObserved = false
+            effects.observations.append((task, .ended(outcome, task.source)))
         }
         // Leave the scope after the terminal event, so the task that takes its place starts after it.
         if let scope = task.scope {

@@ -7,8 +7,17 @@ import FoundationNetworking
 /// A task that knows its manager's types: it calls the manager's hooks to build the request and the
 /// response, to decide retries and to forward events.
 final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @unchecked Sendable {
-    // @unchecked: adds only a weak reference, which is thread-safe, to APITask.
+    // @unchecked: adds a weak reference, which is thread-safe, and `observer`, read and written
+    // only while holding `lock` (the engine's).
     weak var manager: Manager?
+    /// The async caller: told the cached copy and the end; cleared when told the end.
+    private var observer: (@Sendable (Observation) -> Void)?
+
+    /// What the async caller is told, typed.
+    enum Observation {
+        case cached(Manager.Response)
+        case ended(Result<Manager.Response, APIError>, APIResponseSource?)
+    }
 
     init(manager: Manager, request: Manager.Request, identifier: UInt64) {
         self.manager = manager
@@ -26,10 +35,16 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         }
     }
 
-    override func buildResponse(_ raw: APIRawResponse) -> Result<any Sendable, APIError> {
+    /// Registers the async caller; called before the task is submitted.
+    func observe(_ observer: @escaping @Sendable (Observation) -> Void) {
+        lock.withLock { self.observer = observer }
+    }
+
+    override func buildResponse(_ raw: APIRawResponse) -> Result<BuiltResponse, APIError> {
         guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
         do {
-            return .success(try manager.response(for: self, from: raw))
+            let response = try manager.response(for: self, from: raw)
+            return .success(BuiltResponse { [self] destination in handOver(response, to: destination) })
         } catch let error as APIError {
             return .failure(error)
         } catch let error as DecodingError {
@@ -52,18 +67,33 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             manager.task(self, didStartAttempt: attempt)
         case .willRetry(let delay, let error):
             manager.task(self, willRetryAfter: delay, error: error)
-        // Payloads come only from this task's own `buildResponse(_:)`, so the casts below always
-        // succeed. They are pattern casts rather than `as?`: an `as?` builds the metadata of
-        // `Manager.Response?` at run time for every event, which costs more than the rest of the
-        // delivery.
-        case .cachedResponse(let response as Manager.Response):
-            manager.task(self, didReceiveCachedResponse: response)
-        case .finished(let response as Manager.Response):
-            manager.task(self, didFinishWith: response)
-        case .cachedResponse, .finished:
-            break
+        case .cachedResponse(let built):
+            built.handOver(.managerCachedCopy)
+        case .finished(let built):
+            built.handOver(.managerFinished)
         case .failed(let error):
             manager.task(self, didFailWith: error)
+        }
+    }
+
+    override func observerFailed(_ error: APIError) {
+        takeObserver()?(.ended(.failure(error), nil))
+    }
+
+    /// Where a response this task built goes, with its type.
+    private func handOver(_ response: Manager.Response, to destination: BuiltResponse.Destination) {
+        switch destination {
+        case .managerCachedCopy: manager?.task(self, didReceiveCachedResponse: response)
+        case .managerFinished: manager?.task(self, didFinishWith: response)
+        case .observerCachedCopy: lock.withLock { observer }?(.cached(response))
+        case .observerEnded(let source): takeObserver()?(.ended(.success(response), source))
+        }
+    }
+
+    private func takeObserver() -> (@Sendable (Observation) -> Void)? {
+        lock.withLock {
+            defer { observer = nil }
+            return observer
         }
     }
 }
