@@ -125,7 +125,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
-        cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine
+        cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
+        lock: Lock? = nil
     ) {
         self.identifier = identifier
         self.maxResponseBodySize = maxResponseBodySize
@@ -135,7 +136,16 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.concurrencyScope = scope
         self.deadline = deadline
         self.engine = engine
-        self.lock = engine.lock
+        self.lock = engine?.lock ?? lock ?? Lock()
+    }
+
+    /// A task record without an engine or a request, for tests of the scheduling machine alone.
+    convenience init(identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil) {
+        self.init(
+            identifier: identifier, policy: policy, scope: scope, deadline: nil,
+            cacheSettings: CacheSettings(
+                option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
+            sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
     }
 
     /// The current state.

@@ -16,36 +16,6 @@ import Musl
 enum StartTrampoline {
     typealias Start = (engine: APIEngine, task: AnyAPITask, attempt: Int)
 
-    /// The starts one transition asks for: nearly always one, kept inline so that sending a task
-    /// does not allocate an array for it.
-    struct Starts: Sequence {
-        private var first: Start?
-        private var more: [Start] = []
-
-        var isEmpty: Bool { first == nil }
-
-        mutating func append(_ start: Start) {
-            if first == nil { first = start } else { more.append(start) }
-        }
-
-        func makeIterator() -> Iterator {
-            Iterator(first: first, more: more.makeIterator())
-        }
-
-        struct Iterator: IteratorProtocol {
-            fileprivate var first: Start?
-            fileprivate var more: IndexingIterator<[Start]>
-
-            mutating func next() -> Start? {
-                if let start = first {
-                    first = nil
-                    return start
-                }
-                return more.next()
-            }
-        }
-    }
-
     private final class Context {
         var isRunning = false
         var pending: [Start] = []
@@ -73,7 +43,7 @@ enum StartTrampoline {
     }
 
     /// Performs the starts now, or, when called from inside a start on this thread, after it.
-    static func perform(_ starts: Starts) {
+    static func perform(_ starts: InlineList<Start>) {
         let context = context
         if context.isRunning {
             context.pending.append(contentsOf: starts)

@@ -66,23 +66,7 @@ extension APIEngine {
                 queue.async { self.transportAnswered(sent, result: result) }
             }
         }
-        lock.lock()
-        guard task.attemptNumber == attempt else {
-            lock.unlock()
-            return
-        }
-        switch task.attemptProgress {
-        case .starting:
-            task.attemptProgress = .sent(handle)
-            lock.unlock()
-        case .abandoned:
-            task.attemptProgress = .idle
-            lock.unlock()
-            handle.cancel()
-        case .idle, .sent:
-            // The transport completed inside `send`.
-            lock.unlock()
-        }
+        transition { machine, actions in machine.attemptSent(task, attempt: attempt, handle: handle, into: &actions) }
     }
 
     /// What the transport answered, where ``execution`` says.
@@ -121,27 +105,10 @@ extension APIEngine {
             retryDelay = max(0, delay)
         }
 
-        var effects = Effects()
-        lock.lock()
-        guard task.phase == .running, task.attemptNumber == attempt else {
-            lock.unlock()
-            return
+        transition { machine, actions in
+            machine.attemptEnded(
+                task, attempt: attempt, outcome: outcome, source: source, retryDelay: retryDelay, into: &actions)
         }
-        task.attemptProgress = .idle
-        switch (outcome, retryDelay) {
-        case (.failure(let error), let delay?):
-            task.phase = .waitingForRetry
-            emit(.willRetry(delay: delay, error: error), for: task, effects: &effects)
-            if delay == 0 {
-                beginAttempt(task, effects: &effects)
-            } else {
-                effects.retries.append((task, attempt, delay))
-            }
-        default:
-            end(task, with: outcome, source: source, effects: &effects)
-        }
-        lock.unlock()
-        perform(effects)
     }
 
     /// Delivers a cached copy ahead of the network (`terminal == false`) or as the task's end.
@@ -149,36 +116,19 @@ extension APIEngine {
     func deliverCached(_ raw: APIRawResponse, for task: AnyAPITask, attempt: Int, terminal: Bool) -> Bool {
         let outcome = task.buildResponse(raw)
         guard case .success(let payload) = outcome else { return false }
-        var effects = Effects()
-        lock.lock()
-        if task.phase == .running, task.attemptNumber == attempt {
-            if terminal {
-                task.attemptProgress = .idle
-                end(task, with: outcome, source: .cache, effects: &effects)
-            } else {
-                emit(.cachedResponse(payload), for: task, effects: &effects)
-                if task.isObserved { effects.observations.append((task, .cached(payload))) }
-            }
+        transition { machine, actions in
+            machine.cachedResponse(task, attempt: attempt, response: payload, terminal: terminal, into: &actions)
         }
-        lock.unlock()
-        perform(effects)
         return true
     }
 
     /// Whether the attempt may go to the transport: it is still the task's current one. An attempt
     /// abandoned while it was being built is settled here instead.
     private func claimSend(_ task: AnyAPITask, attempt: Int) -> Bool {
-        lock.withLock {
-            guard task.attemptNumber == attempt else { return false }
-            if case .abandoned = task.attemptProgress {
-                task.attemptProgress = .idle
-                return false
-            }
-            return task.phase == .running
-        }
+        lock.withLock { machine.claimSend(task, attempt: attempt) }
     }
 
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
-        lock.withLock { task.phase == .running && task.attemptNumber == attempt }
+        lock.withLock { machine.isCurrent(task, attempt: attempt) }
     }
 }

@@ -1,0 +1,216 @@
+// The scheduling machine alone: no transport, no clock, no engine. Each test sends task records
+// and feeds attempt ends, and reads back the actions and events the machine produced.
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+/// A machine and the tasks sent to it, with helpers that read its decisions.
+struct MachineHarness {
+    var machine = SchedulingMachine()
+    var tasks: [AnyAPITask] = []
+    /// Every event delivered so far, as `"3 started 1"`, `"2 failed cancelled(policy)"`.
+    var events: [String] = []
+    /// The attempts started so far, as `"3#1"`.
+    var starts: [String] = []
+    var cancellations = 0
+
+    @discardableResult
+    mutating func send(_ policy: APIConcurrencyPolicy, scope: String? = nil) -> AnyAPITask {
+        let task = AnyAPITask(identifier: UInt64(tasks.count + 1), policy: policy, scope: scope)
+        tasks.append(task)
+        run { machine, actions in machine.send(task, observed: false, into: &actions) }
+        return task
+    }
+
+    /// The task's current attempt finishes with a response.
+    mutating func finish(_ task: AnyAPITask) {
+        let attempt = task.attemptNumber
+        run { machine, actions in
+            machine.attemptEnded(
+                task, attempt: attempt, outcome: .success(AnyAPITask.BuiltResponse { _ in }), source: .network,
+                retryDelay: nil, into: &actions)
+        }
+    }
+
+    /// The task's current attempt fails and is to be retried after `delay`.
+    mutating func failForRetry(_ task: AnyAPITask, delay: Double) {
+        let attempt = task.attemptNumber
+        run { machine, actions in
+            machine.attemptEnded(
+                task, attempt: attempt, outcome: .failure(.transport(underlying: URLError(.timedOut))),
+                source: .network, retryDelay: delay, into: &actions)
+        }
+    }
+
+    mutating func cancelAll() {
+        let inFlight = machine.inFlightTasks
+        run { machine, actions in machine.cancel(tasks: inFlight, reason: .explicit, into: &actions) }
+    }
+
+    mutating func run(_ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void) {
+        var actions = SchedulingMachine.Actions()
+        event(&machine, &actions)
+        starts += actions.starts.map { "\($0.task.identifier)#\($0.attempt)" }
+        cancellations += actions.cancellations.count
+        var batch: [(AnyAPITask, AnyAPITask.Event)] = []
+        while machine.takeEvents(into: &batch) {
+            events += batch.map { "\($0.0.identifier) \(Self.describe($0.1))" }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    static func describe(_ event: AnyAPITask.Event) -> String {
+        switch event {
+        case .waiting: return "waiting"
+        case .started(let attempt): return "started \(attempt)"
+        case .willRetry(let delay, _): return "retry \(delay)"
+        case .cachedResponse: return "cached"
+        case .finished: return "finished"
+        case .failed(let error): return "failed \(describeError(error))"
+        }
+    }
+
+    static func describeError(_ error: APIError) -> String {
+        switch error {
+        case .cancelled(let reason): return "cancelled(\(reason))"
+        case .ignored: return "ignored"
+        default: return "\(error)"
+        }
+    }
+
+    func events(of task: AnyAPITask) -> [String] {
+        events.filter { $0.hasPrefix("\(task.identifier) ") }.map { String($0.dropFirst("\(task.identifier) ".count)) }
+    }
+}
+
+@Suite("Scheduling machine: the interaction table")
+struct SchedulingMachineTests {
+    /// What the scope holds when the new task is sent.
+    enum Holding: CaseIterable { case nothing, running, runningAndLine }
+
+    /// Prepares the scope, sends a task under `policy`, and says what became of it.
+    static func outcome(of policy: APIConcurrencyPolicy, when holding: Holding, scope: String?) -> (
+        MachineHarness, AnyAPITask
+    ) {
+        var h = MachineHarness()
+        switch holding {
+        case .nothing: break
+        case .running: h.send(.default, scope: scope)
+        case .runningAndLine:
+            h.send(.default, scope: scope)
+            h.send(.waitUntilDone, scope: scope)
+        }
+        let task = h.send(policy, scope: scope)
+        return (h, task)
+    }
+
+    @Test(arguments: APIConcurrencyPolicy.allCases, [nil, "s"] as [String?])
+    func everyPolicyStartsAtOnceInAnIdleScope(policy: APIConcurrencyPolicy, scope: String?) {
+        let (h, task) = Self.outcome(of: policy, when: .nothing, scope: scope)
+        #expect(h.events(of: task) == ["started 1"])
+        #expect(h.starts == ["1#1"])
+    }
+
+    @Test(arguments: [nil, "s"] as [String?])
+    func whileTasksRun(scope: String?) {
+        var (h, task) = Self.outcome(of: .default, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["started 1"], "default starts alongside")
+        (h, task) = Self.outcome(of: .cancelOthers, when: .running, scope: scope)
+        #expect(h.events(of: h.tasks[0]) == ["started 1", "failed cancelled(policy)"])
+        #expect(h.events(of: task) == ["started 1"])
+        #expect(h.cancellations == 0, "the running attempt had no transport handle yet")
+        (h, task) = Self.outcome(of: .waitUntilDone, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["waiting"])
+        (h, task) = Self.outcome(of: .waitUntilDoneHighPriority, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["waiting"])
+        (h, task) = Self.outcome(of: .ignoreCurrent, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["failed ignored"])
+    }
+
+    @Test(arguments: [nil, "s"] as [String?])
+    func whileTasksRunAndALineWaits(scope: String?) {
+        var (h, task) = Self.outcome(of: .default, when: .runningAndLine, scope: scope)
+        #expect(h.events(of: task) == ["started 1"])
+        h.finish(h.tasks[0])
+        #expect(
+            h.events(of: h.tasks[1]) == ["waiting", "started 1"], "the line does not wait for a later default task")
+
+        (h, task) = Self.outcome(of: .cancelOthers, when: .runningAndLine, scope: scope)
+        #expect(h.events(of: h.tasks[0]).last == "failed cancelled(policy)")
+        #expect(h.events(of: h.tasks[1]) == ["waiting", "failed cancelled(policy)"])
+        #expect(h.events(of: task) == ["started 1"])
+        #expect(h.machine.inFlightTasks == [task])
+
+        (h, task) = Self.outcome(of: .waitUntilDone, when: .runningAndLine, scope: scope)
+        #expect(h.machine.inFlightTasks == [h.tasks[0], h.tasks[1], task], "joins the end of the line")
+
+        (h, task) = Self.outcome(of: .waitUntilDoneHighPriority, when: .runningAndLine, scope: scope)
+        #expect(h.machine.inFlightTasks == [h.tasks[0], task, h.tasks[1]], "goes to the front of the line")
+
+        (h, task) = Self.outcome(of: .ignoreCurrent, when: .runningAndLine, scope: scope)
+        #expect(h.events(of: task) == ["failed ignored"])
+    }
+
+    @Test func theHeadStartsOnlyWhenEveryTaskSentBeforeItHasEnded() {
+        var h = MachineHarness()
+        let first = h.send(.default)
+        let second = h.send(.default)
+        let queued = h.send(.waitUntilDone)
+        h.finish(second)
+        #expect(h.events(of: queued) == ["waiting"])
+        h.finish(first)
+        #expect(h.events(of: queued) == ["waiting", "started 1"])
+    }
+
+    @Test func aRetryKeepsItsTaskInPlaceAndTheLineWaits() {
+        var h = MachineHarness()
+        let flaky = h.send(.default)
+        let queued = h.send(.waitUntilDone)
+        h.failForRetry(flaky, delay: 2)
+        #expect(flaky.phase == .waitingForRetry)
+        #expect(h.events(of: queued) == ["waiting"])
+        #expect(h.machine.inFlightCount == 2)
+        h.run { machine, actions in machine.retryTimerFired(flaky, attempt: 1, into: &actions) }
+        #expect(h.events(of: flaky) == ["started 1", "retry 2.0", "started 2"])
+        h.finish(flaky)
+        #expect(h.events(of: queued) == ["waiting", "started 1"])
+    }
+
+    @Test func theTerminalEventComesBeforeTheStartOfTheTaskThatTakesItsPlace() {
+        var h = MachineHarness()
+        let first = h.send(.waitUntilDone)
+        let second = h.send(.waitUntilDone)
+        h.finish(first)
+        let finished = h.events.firstIndex(of: "\(first.identifier) finished")
+        let started = h.events.firstIndex(of: "\(second.identifier) started 1")
+        #expect(finished != nil && started != nil && finished! < started!)
+    }
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func cancellingEveryTaskStartsNoneOfTheLine(scope: String?) {
+        var h = MachineHarness()
+        for _ in 0..<3 { h.send(.waitUntilDone, scope: scope) }
+        h.cancelAll()
+        #expect(h.starts == ["1#1"], "only the first was ever started")
+        #expect(h.machine.inFlightCount == 0)
+    }
+
+    @Test func aDeadlineEndsTheTaskWithItsAttemptCount() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.run { machine, actions in machine.deadlineFired(task, deadline: 5, into: &actions) }
+        #expect(h.events(of: task) == ["started 1", "failed \(APIError.timedOut(deadline: 5, attempts: 1))"])
+    }
+
+    @Test func releasingEndsEveryTaskWithoutEvents() {
+        var h = MachineHarness()
+        h.send(.default)
+        h.send(.waitUntilDone, scope: "s")
+        let before = h.events.count
+        h.run { machine, actions in machine.release(into: &actions) }
+        #expect(h.events.count == before)
+        #expect(h.machine.inFlightCount == 0)
+        #expect(h.tasks.allSatisfy { $0.phase == .ended })
+    }
+}
