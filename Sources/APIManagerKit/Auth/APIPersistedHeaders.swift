@@ -4,8 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Auth headers a server hands out in responses and expects back on every later request (the
-/// iOasys seed's `access-token`, `client`, `uid`, as devise_token_auth sends them).
+/// Auth headers a server hands out in responses and expects back on every later request (such as
+/// `access-token`, `client` and `uid`, as devise_token_auth sends them).
 ///
 /// Give it to the engine: `APIEngine(persistedHeaders: APIPersistedHeaders())`. The engine then
 /// captures the named headers from every response (any status) into ``store``, per origin, and adds

@@ -1,5 +1,5 @@
 /// The memory tier: a byte budget, kept by evicting the least-used entry, the least recently used
-/// among equals (the seed's access-count rule with recency to break ties).
+/// among equals (counting accesses, with recency to break ties).
 ///
 /// Constant time for lookup, insertion, use and eviction: entries hang in per-frequency lists,
 /// oldest first, and the frequency lists are themselves linked in increasing order (the O(1) LFU

@@ -42,13 +42,13 @@ public protocol APIManager: AnyObject, Sendable {
     /// ``errorMessage(in:)`` otherwise), then `Response(from:)`.
     func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response
 
-    /// The server's explanation in a response whose status is unacceptable (SwiftConnect's
-    /// `ErrorHandler`, APIKit's `errorFromObject`). Defaults to ``APIServerMessage/find(in:keys:)``.
+    /// The server's explanation in a response whose status is unacceptable, for the error's
+    /// message. Defaults to ``APIServerMessage/find(in:keys:)``.
     func errorMessage(in response: APIRawResponse) -> String?
 
-    /// The delay before retrying after attempt `attempt` failed with `error`, or `nil` to give up
-    /// (the seed's `delayIntervalForRetryAt`). Defaults to the request's ``APIRequest/retryPolicy``
-    /// (no retry when it is `nil`). Never asked for cancelled, ignored, timed-out or decoding failures.
+    /// The delay before retrying after attempt `attempt` failed with `error`, or `nil` to give up.
+    /// Defaults to the request's ``APIRequest/retryPolicy`` (no retry when it is `nil`). Never asked
+    /// for cancelled, ignored, timed-out, decoding or too-large failures.
     func retryDelay(for task: APITask<Request>, afterAttempt attempt: Int, error: APIError) -> TimeInterval?
 
     /// The task is queued behind others. Defaults to forwarding to the delegate.

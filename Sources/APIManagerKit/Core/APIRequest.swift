@@ -74,7 +74,7 @@ public protocol APIRequest: Sendable {
     /// (``APIRequestDefaults/maxResponseBodySize``) unless overridden.
     var maxResponseBodySize: Int? { get }
 
-    /// Adjusts the final `URLRequest` (APIKit's `configureURLRequest`): the last step of
+    /// Adjusts the final `URLRequest`: the last step of
     /// ``makeURLRequest()``. Does nothing unless implemented. An error thrown here fails the attempt
     /// with ``APIError/invalidRequest(reason:underlying:)`` carrying it.
     func configure(_ urlRequest: inout URLRequest) throws
@@ -104,7 +104,7 @@ extension APIRequest {
 }
 
 extension APIRequest where Self: Encodable {
-    /// An `Encodable` request is its own parameters, placed by method (Packer's idea). Keep the
+    /// An `Encodable` request is its own parameters, placed by method. Keep the
     /// URL and other settings out of the encoded properties: make them computed properties, or list
     /// the parameter keys in `CodingKeys`.
     public var parameters: APIParameters { .encoding(self) }

@@ -5,7 +5,7 @@ import Foundation
 /// Three ways to conform:
 /// - implement ``init(from:)`` yourself;
 /// - be `Decodable`: the body is decoded as JSON with a default `JSONDecoder`;
-/// - adopt ``APIEnvelopeResponse`` and implement the seed's `init(code:message:result:)`.
+/// - adopt ``APIEnvelopeResponse`` and implement `init(code:message:result:)`.
 ///
 /// The initializer may throw to reject a response: a `DecodingError` becomes
 /// ``APIError/decoding(underlying:response:)`` (never retried), an ``APIError`` stays as it is, and
@@ -60,7 +60,7 @@ extension APIRawResponse: APIResponse {
     public init(from raw: APIRawResponse) throws { self = raw }
 }
 
-/// The seed's envelope shape: a JSON object with a code, a message and a result, checked by
+/// An envelope: a JSON object with a code, a message and a result, checked by
 /// `init(code:message:result:)`, which throws to reject the response.
 ///
 /// ```swift

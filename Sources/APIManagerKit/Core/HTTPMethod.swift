@@ -27,7 +27,7 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     }
 
     /// Whether ``APIRequest/parameters`` placed by method go in the query (GET, HEAD and DELETE,
-    /// APIKit's rule) rather than the body (every other method).
+    /// the usual rule) rather than the body (every other method).
     public var putsParametersInQuery: Bool {
         switch self {
         case .get, .head, .delete: return true

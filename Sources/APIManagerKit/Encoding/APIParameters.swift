@@ -2,7 +2,7 @@ import Foundation
 
 /// A request's parameters: where each goes (path template, query, body) and how it is encoded.
 ///
-/// A dictionary literal is placed by method, APIKit's rule: in the query for GET, HEAD and DELETE,
+/// A dictionary literal is placed by method: in the query for GET, HEAD and DELETE,
 /// in the body (encoded with ``APIRequest/bodyEncoding``) otherwise. Either way a value whose key
 /// names a `{key}` in ``APIRequest/path`` fills it instead.
 ///
@@ -10,7 +10,7 @@ import Foundation
 /// var parameters: APIParameters { ["q": query, "page": 2] }
 /// ```
 ///
-/// Parts compose, SwiftConnect style; a later part wins a key given twice:
+/// Parts compose; a later part wins a key given twice:
 ///
 /// ```swift
 /// var parameters: APIParameters {
@@ -61,7 +61,7 @@ public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, Expressib
         APIParameters(parts: lhs.parts + rhs.parts)
     }
 
-    /// An `Encodable` value's properties, placed by method (Packer's idea). Nested values follow the
+    /// An `Encodable` value's properties, placed by method. Nested values follow the
     /// query rules (`a[b]`) or stay nested in a JSON body.
     public static func encoding<Value: Encodable & Sendable>(
         _ value: Value, encoder: JSONEncoder = JSONEncoder()
@@ -85,7 +85,7 @@ public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, Expressib
         APIParameters(parts: [Part(placement: .path, source: .value(.object(values)))])
     }
 
-    /// Query parameters, whatever the method (the seeds' `urlParameters`).
+    /// Query parameters, whatever the method.
     public static func query(_ values: [String: APIValue]) -> APIParameters {
         APIParameters(parts: [Part(placement: .query, source: .value(.object(values)))])
     }
