@@ -339,14 +339,17 @@ func compare(
     let count = Double(options.requests)
     print(
         String(
-            format: "| %@ | %d | %.0f | %.0f | %.3fx | %.1f | %.1f | %.3fx |", name, inFlight,
+            format: "| %@ | %d | %.0f | %.0f | %.3fx (%.2f–%.2f) | %.1f | %.1f | %.3fx (%.2f–%.2f) |", name, inFlight,
             count / median(rawSamples.map(\.seconds)), count / median(candidateSamples.map(\.seconds)),
-            median(rateRatios), median(rawSamples.map(\.cpuSeconds)) / count * 1e6,
-            median(candidateSamples.map(\.cpuSeconds)) / count * 1e6, median(cpuRatios)))
+            median(rateRatios), rateRatios.min() ?? 0, rateRatios.max() ?? 0,
+            median(rawSamples.map(\.cpuSeconds)) / count * 1e6,
+            median(candidateSamples.map(\.cpuSeconds)) / count * 1e6,
+            median(cpuRatios), cpuRatios.min() ?? 0, cpuRatios.max() ?? 0))
 }
 
 print("\(options.requests) requests per run, \(options.rounds) rounds; in each round raw URLSession and the candidate")
-print("run back to back, in alternating order; ratios are medians of the per-round ratios.")
+print("run back to back, in alternating order; ratios are medians of the per-round ratios, with their")
+print("spread (lowest–highest round) in brackets.")
 print("")
 for candidate in options.candidates {
     guard let client = client(named: candidate) else {
