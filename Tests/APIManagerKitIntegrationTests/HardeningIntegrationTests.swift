@@ -155,5 +155,6 @@ func describeKind(_ error: APIError) -> String {
     case .decoding: return "decoding"
     case .rejected: return "rejected"
     case .responseTooLarge: return "responseTooLarge"
+    case .authenticationFailed: return "authenticationFailed"
     }
 }

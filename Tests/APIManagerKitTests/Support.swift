@@ -104,6 +104,7 @@ func describe(_ error: APIError) -> String {
     case .decoding: return "decoding"
     case .rejected: return "rejected"
     case .responseTooLarge(let limit): return "responseTooLarge(\(limit))"
+    case .authenticationFailed(let error): return "authenticationFailed(\(error))"
     }
 }
 

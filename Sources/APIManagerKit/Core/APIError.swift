@@ -33,6 +33,11 @@ public enum APIError: Error, Sendable {
     /// The response body grew past the request's ``APIRequest/maxResponseBodySize`` (counted after
     /// decompression); the transfer was cancelled. Never retried.
     case responseTooLarge(limit: Int)
+    /// The server refused the credential and it could not be renewed: the authenticator's
+    /// ``APIAuthenticator/refresh(_:)`` threw `underlying`, or refreshes came too often
+    /// (``APIAuthentication/RefreshError/tooManyRefreshes(limit:window:)``). Every task waiting for
+    /// that refresh fails with it; the next request may start a new refresh. Never retried.
+    case authenticationFailed(underlying: any Error)
 
     /// Why a task was cancelled.
     public enum CancellationReason: String, Sendable, Hashable {
@@ -95,6 +100,7 @@ extension APIError {
     public var underlyingError: (any Error)? {
         switch self {
         case .transport(let error), .decoding(let error, _), .rejected(let error, _): return error
+        case .authenticationFailed(let error): return error
         case .invalidRequest(_, let error): return error
         default: return nil
         }
@@ -142,6 +148,8 @@ extension APIError: LocalizedError, CustomStringConvertible {
             return "The response (status \(response.statusCode)) was rejected: \(error)"
         case .responseTooLarge(let limit):
             return "The response body was larger than the limit of \(limit) bytes; the transfer was stopped."
+        case .authenticationFailed(let error):
+            return "The server refused the credential and it could not be refreshed: \(error)"
         }
     }
 }

@@ -70,6 +70,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     var attemptProgress: AttemptProgress = .idle
     var retryTimer: (any APICancellable)?
     var deadlineTimer: (any APICancellable)?
+    /// The async step of the current attempt (an interceptor, a wait for a credential refresh):
+    /// cancelled when the task ends.
+    var pendingWork: (any APICancellable)?
+    /// Whether the task was already sent again after its credential was refused (at most once).
+    var hasReplayed = false
     var cancellationBeforeSubmit: APIError.CancellationReason?
     /// Whether an async caller waits for this task (its typed observer lives in the typed task).
     var isObserved = false

@@ -81,7 +81,8 @@ public struct APIRetryPolicy: Sendable, Hashable {
         case .transport(let underlying):
             guard let urlError = underlying as? URLError else { return false }
             return retryableURLErrorCodes.contains(urlError.code)
-        case .cancelled, .ignored, .timedOut, .invalidRequest, .decoding, .rejected, .responseTooLarge:
+        case .cancelled, .ignored, .timedOut, .invalidRequest, .decoding, .rejected, .responseTooLarge,
+            .authenticationFailed:
             return false
         }
     }

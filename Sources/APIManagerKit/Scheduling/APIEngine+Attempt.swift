@@ -10,20 +10,123 @@ import FoundationNetworking
 /// stages, never inside one. It runs where ``APIEngine/execution`` says.
 extension APIEngine {
     /// Runs an attempt's stages up to the transport. Called without the lock.
-    func performStart(_ task: AnyAPITask, attempt: Int) {
-        let monitor = eventMonitor
-        var built: BuildRequestStage.Built
-        switch BuildRequestStage.run(task, persistedHeaders: persistedHeaders) {
-        case .success(let request):
-            built = request
+    ///
+    /// Build the request → the credential (waiting for a refresh that runs) → the interceptors →
+    /// check → cache lookup → transport. Without an authentication and interceptors, the middle
+    /// steps are skipped without a look at them.
+    func performStart(_ task: AnyAPITask, attempt: Int, isReplay: Bool = false) {
+        switch BuildRequestStage.run(task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders) {
+        case .success(let built):
+            let step = AttemptStep(task: task, number: attempt, isReplay: isReplay)
+            if authentication == nil && interceptors.isEmpty {
+                send(built, grant: nil, step)
+            } else {
+                authenticate(built, step)
+            }
         case .failure(let error):
-            monitor?(
-                APIEvent(
-                    kind: .finished(.failure(error)), taskIdentifier: task.identifier, attempt: attempt, request: nil,
-                    duration: nil, sensitiveHeaders: []))
-            attemptCompleted(task, attempt: attempt, result: .failure(error), cache: nil)
+            failBeforeSending(task, attempt: attempt, error: error)
+        }
+    }
+
+    /// An attempt on its way through the stages.
+    struct AttemptStep: Sendable {
+        let task: AnyAPITask
+        let number: Int
+        let isReplay: Bool
+
+        var context: APIAttempt { APIAttempt(task: task, number: number, isReplay: isReplay) }
+    }
+
+    private func failBeforeSending(_ task: AnyAPITask, attempt: Int, error: APIError) {
+        eventMonitor?(
+            APIEvent(
+                kind: .finished(.failure(error)), taskIdentifier: task.identifier, attempt: attempt, request: nil,
+                duration: nil, sensitiveHeaders: []))
+        attemptCompleted(task, attempt: attempt, result: .failure(error), cache: nil)
+    }
+
+    /// Puts the authentication's credential on the request, once no refresh runs.
+    private func authenticate(_ built: BuildRequestStage.Built, _ step: AttemptStep) {
+        guard let authentication else {
+            adapt(built, grant: nil, step)
             return
         }
+        let access = authentication.access { [weak self] result in
+            guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
+            self.granted(result, built, step)
+        }
+        switch access {
+        case .now(let result): granted(result, built, step)
+        case .waiting(let wait): track(wait, step)
+        }
+    }
+
+    private func granted(
+        _ result: Result<APIAuthentication.Grant, APIError>, _ built: BuildRequestStage.Built, _ step: AttemptStep
+    ) {
+        switch result {
+        case .failure(let error):
+            failBeforeSending(step.task, attempt: step.number, error: error)
+        case .success(let grant):
+            var built = built
+            if let credential = grant.credential, let authenticator = authentication?.authenticator {
+                let before = built.request.allHTTPHeaderFields ?? [:]
+                authenticator.apply(credential, to: &built.request)
+                // Whatever the authenticator set is a credential: redacted, and dropped on a
+                // redirect to another origin.
+                for (name, value) in built.request.allHTTPHeaderFields ?? [:] where before[name] != value {
+                    built.sensitiveHeaders.insert(name)
+                }
+            }
+            adapt(built, grant: grant, step)
+        }
+    }
+
+    /// Passes the request through the interceptors, in order.
+    private func adapt(_ built: BuildRequestStage.Built, grant: APIAuthentication.Grant?, _ step: AttemptStep) {
+        guard !interceptors.isEmpty else {
+            send(built, grant: grant, step)
+            return
+        }
+        let interceptors = self.interceptors
+        let work = asyncWork.start { [weak self] in
+            var adapted = built
+            do {
+                for interceptor in interceptors {
+                    adapted.request = try await interceptor.adapt(adapted.request, for: step.context)
+                }
+            } catch {
+                guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
+                let failure =
+                    error as? APIError
+                    ?? .invalidRequest(reason: "an interceptor refused the request", underlying: error)
+                self.failBeforeSending(step.task, attempt: step.number, error: failure)
+                return
+            }
+            guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
+            self.send(adapted, grant: grant, step)
+        }
+        track(work, step)
+    }
+
+    /// Checks the request, looks it up in the cache, and hands it to the transport.
+    private func send(_ built: BuildRequestStage.Built, grant: APIAuthentication.Grant?, _ step: AttemptStep) {
+        let task = step.task
+        let attempt = step.number
+        var built = built
+        do {
+            try BuildRequestStage.check(built.request)
+        } catch {
+            failBeforeSending(task, attempt: attempt, error: error)
+            return
+        }
+        // A refresh started (or the credential changed) while the interceptors ran: the request
+        // does not go with the old credential, it starts over and gets the new one.
+        if let grant, let authentication, !authentication.isCurrent(grant) {
+            performStart(task, attempt: attempt, isReplay: step.isReplay)
+            return
+        }
+        let monitor = eventMonitor
         var cacheContext: CacheContext?
         if let cache {
             let lookup = CacheLookupStage.lookUp(
@@ -35,7 +138,7 @@ extension APIEngine {
                 cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
                 cacheContext = otherwise
             case .copyFirst(let stored, var then):
-                if !deliverCached(stored, for: task, attempt: attempt, terminal: false) {
+                if !step.isReplay && !deliverCached(stored, for: task, attempt: attempt, terminal: false) {
                     cache.remove(for: then.key)
                     then.revalidating = nil
                 }
@@ -51,7 +154,8 @@ extension APIEngine {
             task: task, number: attempt, request: built.request, startedAt: clock.now,
             options: APITransportOptions(
                 sensitiveHeaders: built.sensitiveHeaders, maxResponseBodySize: task.maxResponseBodySize),
-            monitor: monitor, cache: cacheContext)
+            monitor: monitor, cache: cacheContext, isReplay: step.isReplay,
+            carriesCredential: grant?.credential != nil)
         monitor?(
             APIEvent(
                 kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: built.request,
@@ -79,12 +183,91 @@ extension APIEngine {
                     request: sent.request, duration: clock.now - sent.startedAt,
                     sensitiveHeaders: sent.options.sensitiveHeaders))
         }
-        attemptCompleted(sent.task, attempt: sent.number, result: result, cache: sent.cache)
+        guard authentication != nil || !interceptors.isEmpty, case .success(let raw) = result else {
+            attemptCompleted(sent.task, attempt: sent.number, result: result, cache: sent.cache)
+            return
+        }
+        checkRefusal(raw, sent)
     }
 
-    /// Builds the typed response, then retries the task or ends it.
+    /// A response refusing the credential the attempt carried: the attempt is sent again with the
+    /// renewed one (once per task), or fails with the refresh's failure.
+    private func checkRefusal(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) {
+        let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
+        guard let authentication, sent.carriesCredential,
+            authentication.authenticator.isRefused(raw, to: sent.request),
+            lock.withLock({ machine.claimReplay(sent.task, attempt: sent.number) })
+        else {
+            inspect(raw, sent)
+            return
+        }
+        let refusal = authentication.refused(sent.request, work: asyncWork) { [weak self] result in
+            self?.replay(after: result, step)
+        }
+        switch refusal {
+        case nil: inspect(raw, sent)
+        case .now(let result)?: replay(after: result, step)
+        case .waiting(let wait)?: track(wait, step)
+        }
+    }
+
+    private func replay(after result: Result<APIAuthentication.Grant, APIError>, _ step: AttemptStep) {
+        guard isCurrent(step.task, attempt: step.number) else { return }
+        switch result {
+        case .success: performStart(step.task, attempt: step.number, isReplay: true)
+        case .failure(let error): attemptCompleted(step.task, attempt: step.number, result: .failure(error), cache: nil)
+        }
+    }
+
+    /// Passes the response through the interceptors, in order, before it is validated.
+    private func inspect(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) {
+        guard !interceptors.isEmpty else {
+            attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
+            return
+        }
+        let interceptors = self.interceptors
+        let step = AttemptStep(task: sent.task, number: sent.number, isReplay: sent.isReplay)
+        let work = asyncWork.start { [weak self] in
+            var requestedDelay: TimeInterval?
+            var failure: APIError?
+            do {
+                for interceptor in interceptors {
+                    let disposition = try await interceptor.inspect(raw, to: sent.request, for: step.context)
+                    if case .retry(let delay) = disposition {
+                        requestedDelay = delay
+                        break
+                    }
+                }
+            } catch {
+                failure = error as? APIError ?? .rejected(underlying: error, response: raw)
+            }
+            guard let self else { return }
+            if let failure {
+                self.attemptCompleted(sent.task, attempt: sent.number, result: .failure(failure), cache: nil)
+            } else if let requestedDelay {
+                self.attemptCompleted(
+                    sent.task, attempt: sent.number,
+                    result: .failure(.rejected(underlying: APIRetryRequested(delay: requestedDelay), response: raw)),
+                    cache: nil, requestedRetry: requestedDelay)
+            } else {
+                self.attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
+            }
+        }
+        track(work, step)
+    }
+
+    /// Keeps the attempt's async step, to be cancelled if the task ends; cancels it at once if the
+    /// attempt is over.
+    private func track(_ work: any APICancellable, _ step: AttemptStep) {
+        let kept = lock.withLock { machine.track(work, for: step.task, attempt: step.number) }
+        if !kept { work.cancel() }
+    }
+
+    /// Builds the typed response, then retries the task or ends it. `requestedRetry` is the delay
+    /// an interceptor asked for: the attempt then fails with `result`'s error and is retried after it.
     private func attemptCompleted(
-        _ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>, cache context: CacheContext?
+        _ task: AnyAPITask, attempt: Int, result: Result<APIRawResponse, APIError>, cache context: CacheContext?,
+        requestedRetry: TimeInterval? = nil
     ) {
         // A cheap check first, so a late answer never runs the manager's hooks; the transition below
         // checks again under the lock, since the task may end while the hooks run.
@@ -99,7 +282,9 @@ extension APIEngine {
             outcome = .failure(error)
         }
         var retryDelay: TimeInterval?
-        if case .failure(let error) = outcome, Self.mayRetry(error),
+        if let requestedRetry {
+            retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
+        } else if case .failure(let error) = outcome, Self.mayRetry(error),
             let delay = task.retryDelay(afterAttempt: attempt, error: error), delay.isFinite
         {
             retryDelay = max(0, delay)

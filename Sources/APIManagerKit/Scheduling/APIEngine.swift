@@ -30,6 +30,15 @@ public final class APIEngine: @unchecked Sendable {
     public let persistedHeaders: APIPersistedHeaders?
     /// Where attempts are built and responses decoded (see ``APIExecution``).
     public let execution: APIExecution
+    /// The steps every attempt goes through, in order (see ``APIInterceptor``); none unless given.
+    public let interceptors: [any APIInterceptor]
+    /// The credential every request carries and its single-flight refresh (see
+    /// ``APIAuthentication``); `nil` for none.
+    public let authentication: APIAuthentication?
+    /// The headers added to every request that does not set them (see ``APIDefaultHeaders``).
+    public let defaultHeaders: APIDefaultHeaders
+    /// Runs interceptors and refreshes where ``execution`` says.
+    let asyncWork: AsyncWork
     /// Whether cache files are written after their task ends (on a work queue) rather than before.
     var writesBehind: Bool {
         if case .queue = execution { return true }
@@ -54,6 +63,10 @@ public final class APIEngine: @unchecked Sendable {
     ///     unless given; `.inline` for tests on a virtual clock.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
     ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
+    ///   - interceptors: none unless given (see ``APIInterceptor``).
+    ///   - authentication: none unless given (see ``APIAuthentication``).
+    ///   - defaultHeaders: ``APIDefaultHeaders/standard`` (`User-Agent`, `Accept-Language`) unless
+    ///     given; ``APIDefaultHeaders/none`` for none.
     public init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
@@ -61,8 +74,15 @@ public final class APIEngine: @unchecked Sendable {
         delivery: APIDelivery = .queue(.main),
         execution: APIExecution = .concurrent(),
         cache: APIResponseCache? = nil,
-        persistedHeaders: APIPersistedHeaders? = nil
+        persistedHeaders: APIPersistedHeaders? = nil,
+        interceptors: [any APIInterceptor] = [],
+        authentication: APIAuthentication? = nil,
+        defaultHeaders: APIDefaultHeaders = .standard
     ) {
+        self.interceptors = interceptors
+        self.authentication = authentication
+        self.defaultHeaders = defaultHeaders
+        self.asyncWork = AsyncWork(execution: execution)
         self.transport = transport
         self.clock = clock
         self.randomSource = randomSource
@@ -152,10 +172,11 @@ public final class APIEngine: @unchecked Sendable {
         lock.withLock { machine.inFlightTasks }
     }
 
-    /// Cancelled, ignored, timed-out and decoding failures never retry, whatever the hook says.
+    /// Cancelled, ignored, timed-out, decoding, too-large and authentication failures never retry,
+    /// whatever the hook says.
     static func mayRetry(_ error: APIError) -> Bool {
         switch error {
-        case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge: return false
+        case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge, .authenticationFailed: return false
         case .transport, .invalidRequest, .unacceptableStatus, .rejected: return true
         }
     }

@@ -2,7 +2,8 @@
 /// whose events change it and return the actions to perform.
 ///
 /// Events: ``send(_:observed:into:)``, ``cancel(_:reason:into:)``, ``cancel(tasks:reason:into:)``,
-/// ``claimSend(_:attempt:)``, ``attemptSent(_:attempt:handle:into:)``,
+/// ``claimSend(_:attempt:)``, ``track(_:for:attempt:)``, ``claimReplay(_:attempt:)``,
+/// ``attemptSent(_:attempt:handle:into:)``,
 /// ``attemptEnded(_:attempt:outcome:source:retryDelay:into:)``,
 /// ``cachedResponse(_:attempt:response:terminal:into:)``, ``retryTimerFired(_:attempt:into:)``,
 /// ``deadlineFired(_:deadline:into:)`` and ``release(into:)``. Actions: start an attempt, cancel a
@@ -150,7 +151,25 @@ struct SchedulingMachine {
             task.attemptProgress = .idle
             return false
         }
-        return task.phase == .running
+        guard task.phase == .running else { return false }
+        task.attemptProgress = .starting  // a replay sends the attempt again
+        return true
+    }
+
+    /// The async step of an attempt started (an interceptor, a wait for a refresh): kept, to be
+    /// cancelled if the task ends; `false` when the attempt is no longer current (the caller cancels it).
+    mutating func track(_ work: any APICancellable, for task: AnyAPITask, attempt: Int) -> Bool {
+        guard task.phase != .ended, task.attemptNumber == attempt else { return false }
+        task.pendingWork = work
+        return true
+    }
+
+    /// The attempt's credential was refused: whether it may be sent again after a refresh, which
+    /// each task may do once.
+    mutating func claimReplay(_ task: AnyAPITask, attempt: Int) -> Bool {
+        guard isCurrent(task, attempt: attempt), !task.hasReplayed else { return false }
+        task.hasReplayed = true
+        return true
     }
 
     /// The transport took the attempt and gave its handle; a task that ended meanwhile has it
@@ -305,6 +324,10 @@ struct SchedulingMachine {
         if let timer = task.deadlineTimer {
             actions.cancellations.append(timer)
             task.deadlineTimer = nil
+        }
+        if let work = task.pendingWork {
+            actions.cancellations.append(work)
+            task.pendingWork = nil
         }
         task.phase = .ended
         if case .failure(let error) = outcome { task.failure = error }

@@ -5,8 +5,9 @@ import FoundationNetworking
 #endif
 
 /// The first stage of an attempt: the `URLRequest`, built by the manager's `urlRequest(for:)`
-/// (which encodes the body), with the persisted auth headers added, then checked: no header may
-/// inject lines, and the timeout must be a positive, finite number of seconds.
+/// (which encodes the body), with the persisted auth headers and the engine's default headers
+/// added. Once the credential and the interceptors have had their say, ``check(_:)`` refuses a
+/// header that could inject lines and a timeout that is not a positive, finite number of seconds.
 enum BuildRequestStage {
     /// The request to send, and the header names that carry its credentials.
     struct Built {
@@ -14,7 +15,9 @@ enum BuildRequestStage {
         var sensitiveHeaders: Set<String>
     }
 
-    static func run(_ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?) -> Result<Built, APIError> {
+    static func run(
+        _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders
+    ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try task.makeURLRequest()
             var sensitiveHeaders = task.sensitiveHeaders
@@ -22,17 +25,21 @@ enum BuildRequestStage {
                 persistedHeaders.apply(to: &request)
                 sensitiveHeaders.formUnion(persistedHeaders.names)
             }
-            // Whatever set them (the request, `configure(_:)`, `urlRequest(for:)`), no header may
-            // inject lines into the request.
-            try HTTPFieldValidation.validate(request)
-            let timeout = request.timeoutInterval
-            guard timeout.isFinite, timeout > 0 else {
-                throw APIError.invalidRequest(
-                    reason: "the timeout \(timeout) is not a positive, finite number of seconds")
-            }
+            defaultHeaders.apply(to: &request)
             return .success(Built(request: request, sensitiveHeaders: sensitiveHeaders))
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// Checks the request about to be sent: whatever set them (the request, `configure(_:)`,
+    /// `urlRequest(for:)`, default headers, the credential, an interceptor), no header may inject
+    /// lines into the request, and the timeout must be a positive, finite number of seconds.
+    static func check(_ request: URLRequest) throws(APIError) {
+        try HTTPFieldValidation.validate(request)
+        let timeout = request.timeoutInterval
+        guard timeout.isFinite, timeout > 0 else {
+            throw APIError.invalidRequest(reason: "the timeout \(timeout) is not a positive, finite number of seconds")
         }
     }
 }

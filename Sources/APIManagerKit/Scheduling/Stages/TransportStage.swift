@@ -16,6 +16,10 @@ enum TransportStage {
         let options: APITransportOptions
         let monitor: (@Sendable (APIEvent) -> Void)?
         let cache: CacheContext?
+        /// Whether it is the attempt sent again after a credential refresh.
+        let isReplay: Bool
+        /// Whether it carries the credential of the engine's ``APIAuthentication``.
+        let carriesCredential: Bool
     }
 
     /// The transport's answer as an ``APIError`` result: its error wrapped, a body past the limit
