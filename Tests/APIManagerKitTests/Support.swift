@@ -111,17 +111,23 @@ func describe(_ error: APIError) -> String {
 /// A manager on a virtual clock and a mock transport, delivering events immediately.
 final class Harness: @unchecked Sendable {
     // @unchecked: the members are immutable references to thread-safe objects.
-    let clock = TestClock()
+    let clock: TestClock
     let transport: MockTransport
     let manager: TestManager
     let recorder = EventRecorder()
 
-    init(random: Double = 0.5) {
+    init(
+        clock: TestClock = TestClock(), random: Double = 0.5, interceptors: [any APIInterceptor] = [],
+        authentication: APIAuthentication? = nil,
+        defaultHeaders: APIDefaultHeaders = .standard
+    ) {
+        self.clock = clock
         transport = MockTransport(clock: clock)
         manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate,
-                execution: .inline))
+                execution: .inline, interceptors: interceptors, authentication: authentication,
+                defaultHeaders: defaultHeaders))
         manager.delegate = recorder
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         transport.stub(nil, "/slow", MockTransport.Reply.json(#"{"value":"slow"}"#).after(1))
@@ -168,8 +174,13 @@ final class RequestHookManager: APIManager, @unchecked Sendable {
     let engine: APIEngine
     private let makeRequest: @Sendable (APITask<TestRequest>) throws -> URLRequest
 
-    init(_ harness: Harness, urlRequest: @escaping @Sendable (APITask<TestRequest>) throws -> URLRequest) {
-        engine = APIEngine(transport: harness.transport, clock: harness.clock, delivery: .immediate, execution: .inline)
+    init(
+        _ harness: Harness, interceptors: [any APIInterceptor] = [],
+        urlRequest: @escaping @Sendable (APITask<TestRequest>) throws -> URLRequest
+    ) {
+        engine = APIEngine(
+            transport: harness.transport, clock: harness.clock, delivery: .immediate, execution: .inline,
+            interceptors: interceptors)
         makeRequest = urlRequest
     }
 

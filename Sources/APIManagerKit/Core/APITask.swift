@@ -70,9 +70,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     var attemptProgress: AttemptProgress = .idle
     var retryTimer: (any APICancellable)?
     var deadlineTimer: (any APICancellable)?
-    /// The async step of the current attempt (an interceptor, a wait for a credential refresh):
-    /// cancelled when the task ends.
-    var pendingWork: (any APICancellable)?
+    /// The async steps of the current attempt (interceptors, a wait for a credential refresh):
+    /// cancelled when the task ends, forgotten when the next attempt begins. Cancelling one that
+    /// already finished does nothing, so steps that finished are not taken out one by one.
+    var pendingWork: [any APICancellable] = []
     /// Whether the task was already sent again after its credential was refused (at most once).
     var hasReplayed = false
     var cancellationBeforeSubmit: APIError.CancellationReason?

@@ -160,7 +160,7 @@ struct SchedulingMachine {
     /// cancelled if the task ends; `false` when the attempt is no longer current (the caller cancels it).
     mutating func track(_ work: any APICancellable, for task: AnyAPITask, attempt: Int) -> Bool {
         guard task.phase != .ended, task.attemptNumber == attempt else { return false }
-        task.pendingWork = work
+        task.pendingWork.append(work)
         return true
     }
 
@@ -285,6 +285,7 @@ struct SchedulingMachine {
     }
 
     private mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {
+        if !task.pendingWork.isEmpty { task.pendingWork = [] }
         task.attemptNumber += 1
         task.phase = .running
         task.attemptProgress = .starting
@@ -325,9 +326,9 @@ struct SchedulingMachine {
             actions.cancellations.append(timer)
             task.deadlineTimer = nil
         }
-        if let work = task.pendingWork {
-            actions.cancellations.append(work)
-            task.pendingWork = nil
+        if !task.pendingWork.isEmpty {
+            actions.cancellations += task.pendingWork
+            task.pendingWork = []
         }
         task.phase = .ended
         if case .failure(let error) = outcome { task.failure = error }
