@@ -15,6 +15,13 @@ _lock = threading.Lock()
 _retry_counts = {}
 _track_log = []
 _truncated_counts = {}
+# Per realm (a name the client picks, so runs do not meet): issued access tokens and their expiry,
+# valid refresh tokens, and how many tokens were issued.
+_realms = {}
+
+
+def _realm(name):
+    return _realms.setdefault(name, {"access": {}, "refresh": {"start"}, "issued": 0, "refused": 0})
 
 
 def _make_bomb(mebibytes):
@@ -129,6 +136,44 @@ def fixture(environ, start_response):
                 raise ConnectionAbortedError("fixture: closing mid-body")
             return cut_short()
         return _json(start_response, "200 OK", {"attempts": count})
+
+    if route == "token":
+        # OAuth-style refresh: POST refresh_token=... (form) answers a new access token valid for
+        # `ttl` seconds and a new refresh token, after `delay` seconds; an unknown refresh token is
+        # refused with 400 invalid_grant. "start" is every realm's first refresh token.
+        from urllib.parse import parse_qs
+        form = {k: v[-1] for k, v in parse_qs(_read_body(environ).decode("utf-8", "replace")).items()}
+        time.sleep(float(query.get("delay", "0")))
+        with _lock:
+            realm = _realm(arg)
+            if form.get("refresh_token") not in realm["refresh"]:
+                return _json(start_response, "400 Bad Request", {"error": "invalid_grant"})
+            realm["issued"] += 1
+            number = realm["issued"]
+            access, refresh = "%s-a%d" % (arg, number), "%s-r%d" % (arg, number)
+            ttl = float(query.get("ttl", "60"))
+            realm["access"][access] = time.time() + ttl
+            realm["refresh"].add(refresh)
+        return _json(start_response, "200 OK", {"access_token": access, "refresh_token": refresh, "expires_in": ttl})
+
+    if route == "protected":
+        # 200 for a current access token of the realm, else 401 with a Bearer challenge.
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+        with _lock:
+            realm = _realm(arg)
+            expiry = realm["access"].get(token)
+            if expiry is None or expiry < time.time():
+                realm["refused"] += 1
+        if expiry is None or expiry < time.time():
+            return _json(start_response, "401 Unauthorized", {"error": "invalid_token"},
+                         [("WWW-Authenticate", 'Bearer error="invalid_token"')])
+        return _json(start_response, "200 OK", {"value": token})
+
+    if route == "token-log":
+        with _lock:
+            realm = _realm(arg)
+            return _json(start_response, "200 OK", {"issued": realm["issued"], "refused": realm["refused"]})
 
     if route == "connection":
         # The client's port: the same port on two requests means the connection was reused.
