@@ -2,6 +2,10 @@ import APIManagerKit
 import APIManagerKitTesting
 import Foundation
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// One request of a story: a label for the timeline, a path on the simulated backend, a policy.
 struct StoryRequest: APIRequest {
     let label: String
@@ -35,9 +39,19 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
 
     func log(_ task: AnyAPITask, _ what: String) {
         let label = (task as? APITask<StoryRequest>)?.request.label ?? "?"
+        write("#\(task.identifier)", label, what)
+    }
+
+    /// A line about something other than a task (a credential refresh).
+    func note(_ label: String, _ what: String) {
+        write("", label, what)
+    }
+
+    private func write(_ number: String, _ label: String, _ what: String) {
         let time = String(format: "%6.3fs", clock.now - origin)
-        let number = "#\(task.identifier)".padding(toLength: 4, withPad: " ", startingAt: 0)
-        let line = "  \(time)  \(number)\(label.padding(toLength: 18, withPad: " ", startingAt: 0)) \(what)"
+        let line =
+            "  \(time)  \(number.padding(toLength: 4, withPad: " ", startingAt: 0))"
+            + "\(label.padding(toLength: 18, withPad: " ", startingAt: 0)) \(what)"
         lock.withLock {
             lines.append(line)
             print(line)
@@ -85,30 +99,41 @@ final class Stage: @unchecked Sendable {
     let timeline: Timeline
     let baseURL: URL
     let isLive: Bool
+    let authentication: APIAuthentication?
     private var livePaths: [String: String] = [:]
 
-    /// - Parameter liveBaseURL: a real server, or `nil` for the simulated backend.
-    init(liveBaseURL: URL? = nil) {
-        if let liveBaseURL {
-            isLive = true
-            baseURL = liveBaseURL
-            clock = DispatchClock()
-            api = StoryAPI(
-                engine: APIEngine(
-                    transport: URLSessionTransport(), clock: clock, randomSource: SeededRandom(seed: 7),
-                    delivery: .immediate, cache: APIResponseCache(disk: nil, clock: clock)))
-        } else {
-            isLive = false
-            baseURL = URL(string: "https://simulated.backend")!
-            clock = backend.clock
-            api = StoryAPI(
-                engine: APIEngine(
-                    transport: backend, clock: clock, randomSource: SeededRandom(seed: 7), delivery: .immediate,
-                    execution: .inline,
-                    cache: APIResponseCache(disk: nil, clock: clock)))
-        }
+    /// - Parameters:
+    ///   - liveBaseURL: a real server, or `nil` for the simulated backend.
+    ///   - authentication: makes the story's authentication, if it has one.
+    init(liveBaseURL: URL? = nil, authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil) {
+        isLive = liveBaseURL != nil
+        baseURL = liveBaseURL ?? URL(string: "https://simulated.backend")!
+        clock = liveBaseURL == nil ? backend.clock : DispatchClock()
         timeline = Timeline(clock: clock)
+        let authentication = authentication?(
+            Setting(clock: clock, baseURL: baseURL, isLive: isLive, timeline: timeline))
+        self.authentication = authentication
+        api = StoryAPI(
+            engine: APIEngine(
+                transport: isLive ? URLSessionTransport() : backend, clock: clock, randomSource: SeededRandom(seed: 7),
+                delivery: .immediate, execution: isLive ? .concurrent() : .inline,
+                cache: APIResponseCache(disk: nil, clock: clock), authentication: authentication))
         api.delegate = timeline
+    }
+
+    /// What a story's authentication is made for.
+    struct Setting {
+        let clock: any APIClock
+        let baseURL: URL
+        let isLive: Bool
+        let timeline: Timeline
+    }
+
+    /// Scripts `path` on the simulated backend with a handler; on a live server, requests for
+    /// `path` go to `live`.
+    func stub(_ path: String, live: String, handler: @escaping @Sendable (URLRequest) -> MockTransport.Reply) {
+        livePaths[path] = live
+        backend.stub(nil, path, handler: handler)
     }
 
     /// Scripts `path` on the simulated backend; on a live server, requests for `path` go to `live`
@@ -170,9 +195,11 @@ struct SeededRandom: APIRandomSource {
 struct Story: Sendable {
     let name: String
     let title: String
+    /// Makes the story's authentication, if it has one.
+    var authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil
     let run: @Sendable (Stage) -> Void
 
-    static let all: [Story] = [cart, search, refresh, detail, flaky, cache]
+    static let all: [Story] = [cart, search, refresh, detail, flaky, cache, session]
 
     static let cart = Story(
         name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)"

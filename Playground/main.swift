@@ -9,7 +9,8 @@ let usage = """
     Options:
       --story NAME     run one story: \(Story.all.map(\.name).joined(separator: ", "))
       --base-url URL   run them against a real httpbin-compatible server instead, on real time
-                       (for example the one `bash Scripts/integration-server.sh start` prints)
+                       (for example the one `bash Scripts/integration-server.sh start` prints;
+                       the session story needs its /fixture/token routes)
       --help           show this message
     """
 
@@ -44,5 +45,5 @@ while let argument = arguments.popFirst() {
 for (index, story) in selected.enumerated() {
     if index > 0 { print("") }
     print("== \(story.title)  [--story \(story.name)]" + (liveBaseURL.map { "  live: \($0.absoluteString)" } ?? ""))
-    story.run(Stage(liveBaseURL: liveBaseURL))
+    story.run(Stage(liveBaseURL: liveBaseURL, authentication: story.authentication))
 }

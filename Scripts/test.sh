@@ -36,7 +36,10 @@ expect_lines "$playground_output" \
     "pull 2             ignored" \
     "open item 3        starts" \
     "flaky GET          starts attempt 3" \
-    "reopen feed        shows the cached copy at once"
+    "reopen feed        shows the cached copy at once" \
+    "   0.200s      token              refresh starts: the server refused \"expired\"" \
+    "   0.700s  #3  cart badge         ends: 200" \
+    "3 of 3 screens loaded after 1 refresh(es)"
 echo "== Playground against the real server (--base-url)"
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"
@@ -46,7 +49,10 @@ expect_lines "$live_output" \
     'search "swift"     ends: 200' \
     "pull 2             ignored" \
     "flaky GET          starts attempt 2" \
-    "reopen feed        ends: 200 from the cache, confirmed by a 304"
+    "reopen feed        ends: 200 from the cache, confirmed by a 304" \
+    'refresh starts: the server refused "expired"' \
+    "cart badge         ends: 200" \
+    "3 of 3 screens loaded after 1 refresh(es)"
 if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1
