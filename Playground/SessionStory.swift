@@ -18,19 +18,19 @@ extension Story {
             let authentication = APIAuthentication(authenticator: service, clock: setting.clock)
             authentication.signIn(with: APICredential(accessToken: "expired", refreshToken: "start"))
             return authentication
-        }
-    ) { stage in
-        let realm = (stage.authentication?.authenticator as? TokenService)?.realm ?? ""
-        stage.stub("/me", live: "fixture/protected/\(realm)") { (request: URLRequest) -> MockTransport.Reply in
-            let accepted = request.value(forHTTPHeaderField: "Authorization") == "Bearer token-1"
-            return (accepted ? MockTransport.Reply.json(#"{"value":"token-1"}"#) : .status(401)).after(0.2)
-        }
-        let screens = ["profile screen", "orders screen", "cart badge"].map { stage.send($0, "/me") }
-        stage.at(2)
-        let finished = screens.filter { $0.state.isTerminal && $0.responseSource != nil }.count
-        let refreshes = stage.authentication?.refreshCount ?? 0
-        stage.timeline.note("summary", "\(finished) of 3 screens loaded after \(refreshes) refresh(es)")
-    }
+        },
+        run: { stage in
+            let realm = (stage.authentication?.authenticator as? TokenService)?.realm ?? ""
+            stage.stub("/me", live: "fixture/protected/\(realm)") { (request: URLRequest) -> MockTransport.Reply in
+                let accepted = request.value(forHTTPHeaderField: "Authorization") == "Bearer token-1"
+                return (accepted ? MockTransport.Reply.json(#"{"value":"token-1"}"#) : .status(401)).after(0.2)
+            }
+            let screens = ["profile screen", "orders screen", "cart badge"].map { stage.send($0, "/me") }
+            stage.at(2)
+            let finished = screens.filter { $0.state.isTerminal && $0.responseSource != nil }.count
+            let refreshes = stage.authentication?.refreshCount ?? 0
+            stage.timeline.note("summary", "\(finished) of 3 screens loaded after \(refreshes) refresh(es)")
+        })
 }
 
 /// Renews the story's token: on the simulated backend after 0.3 s of virtual time, live at the
@@ -61,11 +61,13 @@ final class TokenService: APIAuthenticator, @unchecked Sendable {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
             guard status == 200 else { throw Refused(status: status) }
             struct Tokens: Decodable {
-                let access_token: String
-                let refresh_token: String
+                let accessToken: String
+                let refreshToken: String
             }
-            let tokens = try JSONDecoder().decode(Tokens.self, from: data)
-            renewed = APICredential(accessToken: tokens.access_token, refreshToken: tokens.refresh_token)
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            let tokens = try decoder.decode(Tokens.self, from: data)
+            renewed = APICredential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken)
         } else {
             // Virtual time: resumed when the story's clock passes 0.3 s from now.
             let clock = setting.clock

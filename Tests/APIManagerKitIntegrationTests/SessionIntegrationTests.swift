@@ -29,11 +29,13 @@ final class FixtureTokenRefresher: APIAuthenticator, @unchecked Sendable {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else { throw Refused(status: status) }
         struct Tokens: Decodable {
-            let access_token: String
-            let refresh_token: String
+            let accessToken: String
+            let refreshToken: String
         }
-        let tokens = try JSONDecoder().decode(Tokens.self, from: data)
-        return APICredential(accessToken: tokens.access_token, refreshToken: tokens.refresh_token)
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let tokens = try decoder.decode(Tokens.self, from: data)
+        return APICredential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken)
     }
 }
 
