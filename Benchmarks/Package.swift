@@ -39,5 +39,12 @@ let package = Package(
             dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
             path: "Sources/WorkQueue"
         ),
+        // Instructions per task of the scheduler with and without interceptors, an authentication
+        // and default headers (count with valgrind --tool=callgrind; see README "Benchmarks").
+        .executableTarget(
+            name: "SendCost",
+            dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
+            path: "Sources/SendCost"
+        ),
     ]
 )

@@ -221,7 +221,7 @@ public final class APIAuthentication: @unchecked Sendable {
         lock.unlock()
 
         let authenticator = self.authenticator
-        work.start { [self] in
+        _ = work.start { [self] in
             let outcome: Result<APICredential, any Error>
             do {
                 outcome = .success(try await authenticator.refresh(refusedCredential))

@@ -21,7 +21,11 @@ import FoundationNetworking
 /// inject a line fails every request with ``APIError/invalidRequest(reason:underlying:)``.
 public struct APIDefaultHeaders: Sendable, Hashable {
     /// The headers, by name as given.
-    public private(set) var fields: [String: String]
+    public private(set) var fields: [String: String] {
+        didSet { lowercasedNames = Set(fields.keys.map { $0.lowercased() }) }
+    }
+    /// The names, lower-cased, to compare with a request's own without regard to case.
+    private var lowercasedNames: Set<String> = []
 
     /// The given headers and nothing else.
     public init(_ fields: [String: String] = [:]) {
@@ -33,8 +37,10 @@ public struct APIDefaultHeaders: Sendable, Hashable {
     public subscript(name: String) -> String? {
         get { key(for: name).flatMap { fields[$0] } }
         set {
-            if let existing = key(for: name) { fields[existing] = nil }
-            if let newValue { fields[name] = newValue }
+            var changed = fields
+            if let existing = key(for: name) { changed[existing] = nil }
+            if let newValue { changed[name] = newValue }
+            fields = changed
         }
     }
 
@@ -113,10 +119,19 @@ public struct APIDefaultHeaders: Sendable, Hashable {
         }.joined(separator: ", ")
     }
 
-    /// Adds every header the request does not set itself.
+    /// Adds every header the request does not set itself, in one change of the request (on Linux
+    /// each `setValue` costs several thousand instructions).
     func apply(to request: inout URLRequest) {
-        for (name, value) in fields where request.value(forHTTPHeaderField: name) == nil {
-            request.setValue(value, forHTTPHeaderField: name)
+        guard !fields.isEmpty else { return }
+        var headers = request.allHTTPHeaderFields ?? [:]
+        if headers.isEmpty {
+            request.allHTTPHeaderFields = fields
+            return
         }
+        var own = Set<String>(minimumCapacity: headers.count)
+        for name in headers.keys { own.insert(name.lowercased()) }
+        guard !lowercasedNames.isSubset(of: own) else { return }
+        for (name, value) in fields where !own.contains(name.lowercased()) { headers[name] = value }
+        request.allHTTPHeaderFields = headers
     }
 }

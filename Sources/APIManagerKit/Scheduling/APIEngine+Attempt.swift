@@ -82,13 +82,16 @@ extension APIEngine {
         }
     }
 
-    /// Passes the request through the interceptors, in order.
+    /// Passes the request through the interceptors, in order, sends it, and passes the response
+    /// through them: one Swift task per attempt, to which the transport's answer comes back.
     private func adapt(_ built: BuildRequestStage.Built, grant: APIAuthentication.Grant?, _ step: AttemptStep) {
         guard !interceptors.isEmpty else {
             send(built, grant: grant, step)
             return
         }
         let interceptors = self.interceptors
+        // The engine is held weakly while user code runs, so that a manager released meanwhile
+        // ends its tasks (and cancels this Swift task) instead of waiting for the interceptor.
         let work = asyncWork.start { [weak self] in
             var adapted = built
             do {
@@ -96,21 +99,40 @@ extension APIEngine {
                     adapted.request = try await interceptor.adapt(adapted.request, for: step.context)
                 }
             } catch {
-                guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
-                let failure =
-                    error as? APIError
-                    ?? .invalidRequest(reason: "an interceptor refused the request", underlying: error)
-                self.failBeforeSending(step.task, attempt: step.number, error: failure)
+                self?.adaptFailed(error, step)
                 return
             }
-            guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
-            self.send(adapted, grant: grant, step)
+            // An attempt that is no longer current is not handed to the transport (`send` checks).
+            let answer = await withUnsafeContinuation {
+                [weak self] (continuation: UnsafeContinuation<Answer?, Never>) in
+                // The transport calls back exactly once when it was handed the request.
+                let handed =
+                    self?.send(adapted, grant: grant, step) { sent, result in
+                        continuation.resume(returning: Answer(sent: sent, result: result))
+                    } ?? false
+                if !handed { continuation.resume(returning: nil) }
+            }
+            guard let answer, let raw = self?.received(answer.result, for: answer.sent) else { return }
+            let verdict = await Self.inspect(raw, answer.sent, interceptors)
+            self?.attemptInspected(raw, answer.sent, verdict)
         }
-        track(work, step)
+        if let work { track(work, step) }
     }
 
-    /// Checks the request, looks it up in the cache, and hands it to the transport.
-    private func send(_ built: BuildRequestStage.Built, grant: APIAuthentication.Grant?, _ step: AttemptStep) {
+    /// What the transport answered an attempt whose interceptors wait for it.
+    private struct Answer: Sendable {
+        let sent: TransportStage.SentAttempt
+        let result: Result<APIRawResponse, any Error>
+    }
+
+    /// Checks the request, looks it up in the cache, and hands it to the transport. Returns whether
+    /// it was handed over: only then is `answered` (or, without it, the engine's own handler)
+    /// called, once.
+    @discardableResult
+    private func send(
+        _ built: BuildRequestStage.Built, grant: APIAuthentication.Grant?, _ step: AttemptStep,
+        answered: (@Sendable (TransportStage.SentAttempt, Result<APIRawResponse, any Error>) -> Void)? = nil
+    ) -> Bool {
         let task = step.task
         let attempt = step.number
         var built = built
@@ -118,13 +140,13 @@ extension APIEngine {
             try BuildRequestStage.check(built.request)
         } catch {
             failBeforeSending(task, attempt: attempt, error: error)
-            return
+            return false
         }
         // A refresh started (or the credential changed) while the interceptors ran: the request
         // does not go with the old credential, it starts over and gets the new one.
         if let grant, let authentication, !authentication.isCurrent(grant) {
             performStart(task, attempt: attempt, isReplay: step.isReplay)
-            return
+            return false
         }
         let monitor = eventMonitor
         var cacheContext: CacheContext?
@@ -134,7 +156,7 @@ extension APIEngine {
                 sensitiveHeaders: built.sensitiveHeaders, writesBehind: writesBehind)
             switch lookup {
             case .answer(let stored, let otherwise):
-                if deliverCached(stored, for: task, attempt: attempt, terminal: true) { return }
+                if deliverCached(stored, for: task, attempt: attempt, terminal: true) { return false }
                 cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
                 cacheContext = otherwise
             case .copyFirst(let stored, var then):
@@ -149,7 +171,7 @@ extension APIEngine {
             cacheContext?.addConditionalHeaders(to: &built.request)
         }
         // A task that ended while its request was being built is never handed to the transport.
-        guard claimSend(task, attempt: attempt) else { return }
+        guard claimSend(task, attempt: attempt) else { return false }
         let sent = TransportStage.SentAttempt(
             task: task, number: attempt, request: built.request, startedAt: clock.now,
             options: APITransportOptions(
@@ -161,6 +183,10 @@ extension APIEngine {
                 kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: built.request,
                 duration: nil, sensitiveHeaders: built.sensitiveHeaders))
         let handle = transport.send(built.request, options: sent.options) { [weak self] result in
+            if let answered {
+                answered(sent, result)
+                return
+            }
             guard let self else { return }
             switch self.execution {
             case .inline:
@@ -171,10 +197,21 @@ extension APIEngine {
             }
         }
         transition { machine, actions in machine.attemptSent(task, attempt: attempt, handle: handle, into: &actions) }
+        return true
     }
 
-    /// What the transport answered, where ``execution`` says.
+    /// What the transport answered, where ``execution`` says (no interceptor).
     private func transportAnswered(_ sent: TransportStage.SentAttempt, result: Result<APIRawResponse, any Error>) {
+        guard let raw = received(result, for: sent) else { return }
+        attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
+    }
+
+    /// The transport's answer, told to the event monitor; a failure completes the attempt and a
+    /// refusal of the credential is taken over by the authentication (both `nil`). What is left is
+    /// a response for the interceptors and the response stage.
+    private func received(_ result: Result<APIRawResponse, any Error>, for sent: TransportStage.SentAttempt)
+        -> APIRawResponse?
+    {
         let result = TransportStage.answer(result, for: sent, persistedHeaders: persistedHeaders)
         if let monitor = sent.monitor, isCurrent(sent.task, attempt: sent.number) {
             monitor(
@@ -183,32 +220,33 @@ extension APIEngine {
                     request: sent.request, duration: clock.now - sent.startedAt,
                     sensitiveHeaders: sent.options.sensitiveHeaders))
         }
-        guard authentication != nil || !interceptors.isEmpty, case .success(let raw) = result else {
+        switch result {
+        case .failure:
             attemptCompleted(sent.task, attempt: sent.number, result: result, cache: sent.cache)
-            return
+            return nil
+        case .success(let raw):
+            return takesOverRefusal(raw, sent) ? nil : raw
         }
-        checkRefusal(raw, sent)
     }
 
     /// A response refusing the credential the attempt carried: the attempt is sent again with the
-    /// renewed one (once per task), or fails with the refresh's failure.
-    private func checkRefusal(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) {
-        let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
+    /// renewed one (once per task), or fails with the refresh's failure. Returns whether it took
+    /// the response over.
+    private func takesOverRefusal(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) -> Bool {
         guard let authentication, sent.carriesCredential,
             authentication.authenticator.isRefused(raw, to: sent.request),
             lock.withLock({ machine.claimReplay(sent.task, attempt: sent.number) })
-        else {
-            inspect(raw, sent)
-            return
-        }
+        else { return false }
+        let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
         let refusal = authentication.refused(sent.request, work: asyncWork) { [weak self] result in
             self?.replay(after: result, step)
         }
         switch refusal {
-        case nil: inspect(raw, sent)
+        case nil: return false
         case .now(let result)?: replay(after: result, step)
         case .waiting(let wait)?: track(wait, step)
         }
+        return true
     }
 
     private func replay(after result: Result<APIAuthentication.Grant, APIError>, _ step: AttemptStep) {
@@ -219,41 +257,50 @@ extension APIEngine {
         }
     }
 
-    /// Passes the response through the interceptors, in order, before it is validated.
-    private func inspect(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) {
-        guard !interceptors.isEmpty else {
-            attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
-            return
-        }
-        let interceptors = self.interceptors
-        let step = AttemptStep(task: sent.task, number: sent.number, isReplay: sent.isReplay)
-        let work = asyncWork.start { [weak self] in
-            var requestedDelay: TimeInterval?
-            var failure: APIError?
-            do {
-                for interceptor in interceptors {
-                    let disposition = try await interceptor.inspect(raw, to: sent.request, for: step.context)
-                    if case .retry(let delay) = disposition {
-                        requestedDelay = delay
-                        break
-                    }
+    private func adaptFailed(_ error: any Error, _ step: AttemptStep) {
+        guard isCurrent(step.task, attempt: step.number) else { return }
+        let failure =
+            error as? APIError ?? .invalidRequest(reason: "an interceptor refused the request", underlying: error)
+        failBeforeSending(step.task, attempt: step.number, error: failure)
+    }
+
+    /// What the interceptors decided about a response.
+    private enum Verdict: Sendable {
+        case proceed
+        case retry(after: TimeInterval)
+        case fail(APIError)
+    }
+
+    /// Passes the response through the interceptors, in order, before it is validated; the first
+    /// that asks for another attempt decides.
+    private static func inspect(
+        _ raw: APIRawResponse, _ sent: TransportStage.SentAttempt, _ interceptors: [any APIInterceptor]
+    ) async -> Verdict {
+        let context = APIAttempt(task: sent.task, number: sent.number, isReplay: sent.isReplay)
+        do {
+            for interceptor in interceptors {
+                if case .retry(let delay) = try await interceptor.inspect(raw, to: sent.request, for: context) {
+                    return .retry(after: delay)
                 }
-            } catch {
-                failure = error as? APIError ?? .rejected(underlying: error, response: raw)
             }
-            guard let self else { return }
-            if let failure {
-                self.attemptCompleted(sent.task, attempt: sent.number, result: .failure(failure), cache: nil)
-            } else if let requestedDelay {
-                self.attemptCompleted(
-                    sent.task, attempt: sent.number,
-                    result: .failure(.rejected(underlying: APIRetryRequested(delay: requestedDelay), response: raw)),
-                    cache: nil, requestedRetry: requestedDelay)
-            } else {
-                self.attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
-            }
+            return .proceed
+        } catch {
+            return .fail(error as? APIError ?? .rejected(underlying: error, response: raw))
         }
-        track(work, step)
+    }
+
+    private func attemptInspected(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt, _ verdict: Verdict) {
+        switch verdict {
+        case .proceed:
+            attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
+        case .retry(let delay):
+            attemptCompleted(
+                sent.task, attempt: sent.number,
+                result: .failure(.rejected(underlying: APIRetryRequested(delay: delay), response: raw)), cache: nil,
+                requestedRetry: delay)
+        case .fail(let error):
+            attemptCompleted(sent.task, attempt: sent.number, result: .failure(error), cache: nil)
+        }
     }
 
     /// Keeps the attempt's async step, to be cancelled if the task ends; cancels it at once if the

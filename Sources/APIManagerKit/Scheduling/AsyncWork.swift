@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Runs the async parts of an attempt (interceptors, a credential refresh) where the engine's
 /// ``APIExecution`` says: with `.inline` on the thread that starts them and, after a suspension, on
@@ -6,36 +7,53 @@ import Dispatch
 /// call returns); with `.queue` on the engine's work queue. (Apple systems older than macOS 15 and
 /// iOS 18 have no task executors: there the work runs on the global concurrent executor.)
 struct AsyncWork: Sendable {
-    private let executor: (any Sendable)?
+    /// Starts a Swift task on the chosen executor; `nil` where there are no task executors.
+    private let starter: (@Sendable (@escaping @Sendable () async -> Void) -> Started)?
 
     init(execution: APIExecution) {
+        guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else {
+            starter = nil
+            return
+        }
+        let executor: any TaskExecutor
         switch execution {
-        case .inline:
-            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-                executor = InlineTaskExecutor()
-            } else {
-                executor = nil
+        case .inline: executor = InlineTaskExecutor()
+        case .queue(let queue): executor = QueueTaskExecutor(queue: queue)
+        }
+        starter = { operation in
+            let run = RunState()
+            let task = Task(executorPreference: executor) {
+                await operation()
+                run.finish()
             }
-        case .queue(let queue):
-            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-                executor = QueueTaskExecutor(queue: queue)
-            } else {
-                executor = nil
-            }
+            return run.isFinished ? .finished : .running(SwiftTaskHandle(task))
         }
     }
 
-    /// Starts `operation` in a Swift task of its own; cancelling the handle cancels that task.
-    @discardableResult
-    func start(_ operation: @escaping @Sendable () async -> Void) -> any APICancellable {
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
-            let executor = executor as? any TaskExecutor
-        {
-            return SwiftTaskHandle(Task(executorPreference: executor, operation: operation))
-        }
-        // Older Apple systems have no task executors: the work runs on the global concurrent executor.
-        return SwiftTaskHandle(Task(operation: operation))
+    private enum Started {
+        case finished
+        case running(SwiftTaskHandle)
     }
+
+    /// Starts `operation` in a Swift task of its own. Returns the handle that cancels that task, or
+    /// `nil` when it already finished (it ran inline without suspending).
+    func start(_ operation: @escaping @Sendable () async -> Void) -> (any APICancellable)? {
+        guard let starter else {
+            return SwiftTaskHandle(Task(operation: operation))
+        }
+        switch starter(operation) {
+        case .finished: return nil
+        case .running(let handle): return handle
+        }
+    }
+}
+
+/// Whether a Swift task's operation has returned.
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+private final class RunState: Sendable {
+    private let finished = Atomic<Bool>(false)
+    func finish() { finished.store(true, ordering: .releasing) }
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
 }
 
 /// Cancels a Swift task.

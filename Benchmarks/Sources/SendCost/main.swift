@@ -1,0 +1,81 @@
+// What one task costs the scheduler, sent inline through a transport that answers inside `send`,
+// in four set-ups: as before interceptors existed (no default headers), with the standard default
+// headers, with one interceptor that returns its input, and with an authentication. Count the
+// instructions of two runs with valgrind and take the slope (see README "Benchmarks"):
+//
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 1000
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 3000
+//
+// Without valgrind it prints the wall-clock time per task (noisy on a shared machine).
+import APIManagerKit
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+struct PingRequest: APIRequest {
+    let url = URL(string: "http://127.0.0.1/ping") ?? URL(fileURLWithPath: "/")
+}
+
+final class PingAPI: APIManager {
+    typealias Request = PingRequest
+    typealias Response = APIEmptyResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+struct NoopCancellable: APICancellable { func cancel() {} }
+
+struct InstantTransport: APITransport {
+    let response = APIRawResponse(statusCode: 200)
+    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void)
+        -> any APICancellable
+    {
+        completion(.success(response))
+        return NoopCancellable()
+    }
+}
+
+/// Returns its input: the cost of the interceptor machinery itself.
+struct PassThrough: APIInterceptor {}
+
+/// Never refreshes in this benchmark: every request is accepted.
+struct StaticTokens: APIAuthenticator {
+    func refresh(_ credential: APICredential) async throws -> APICredential { credential }
+}
+
+final class Counter: APIManagerDelegate, @unchecked Sendable {
+    // @unchecked: `.immediate` delivery on one thread.
+    var finished = 0
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
+        finished += 1
+    }
+}
+
+let variants = ["plain", "headers", "interceptor", "authenticated"]
+let arguments = CommandLine.arguments.dropFirst()
+guard let variant = arguments.first, variants.contains(variant),
+    let count = arguments.dropFirst().first.flatMap(Int.init), count > 0
+else {
+    FileHandle.standardError.write(Data("usage: SendCost \(variants.joined(separator: "|")) COUNT\n".utf8))
+    exit(64)
+}
+
+let authentication = APIAuthentication(authenticator: StaticTokens())
+authentication.signIn(with: APICredential(accessToken: "t0ken"))
+let engine = APIEngine(
+    transport: InstantTransport(), delivery: .immediate, execution: .inline,
+    interceptors: variant == "interceptor" ? [PassThrough()] : [],
+    authentication: variant == "authenticated" ? authentication : nil,
+    defaultHeaders: variant == "plain" ? .none : .standard)
+let api = PingAPI(engine: engine)
+let counter = Counter()
+api.delegate = counter
+let request = PingRequest()
+let start = DispatchTime.now().uptimeNanoseconds
+for _ in 0..<count { api.send(request) }
+let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
+precondition(counter.finished == count, "\(counter.finished) of \(count) finished")
+print(String(format: "%@: %d tasks, %.2f µs per task (wall clock)", variant, count, elapsed / Double(count) / 1_000))
