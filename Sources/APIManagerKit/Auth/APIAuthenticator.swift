@@ -35,7 +35,14 @@ public protocol APIAuthenticator: Sendable {
 
 extension APIAuthenticator {
     public func apply(_ credential: APICredential, to request: inout URLRequest) {
-        request.setValue("Bearer \(credential.accessToken)", forHTTPHeaderField: "Authorization")
+        // One change of the header table: on Linux `setValue` costs about twice as much, and
+        // `caseInsensitiveCompare` goes through CFString with a locale.
+        var fields = request.allHTTPHeaderFields ?? [:]
+        for name in fields.keys where name.utf8.count == 13 && name.lowercased() == "authorization" {
+            fields[name] = nil
+        }
+        fields["Authorization"] = "Bearer \(credential.accessToken)"
+        request.allHTTPHeaderFields = fields
     }
 
     public func isRefused(_ response: APIRawResponse, to request: URLRequest) -> Bool {

@@ -45,7 +45,8 @@ public struct APIDefaultHeaders: Sendable, Hashable {
     }
 
     private func key(for name: String) -> String? {
-        fields.keys.first { $0.caseInsensitiveCompare(name) == .orderedSame }
+        let lowercased = name.lowercased()
+        return fields.keys.first { $0.lowercased() == lowercased }
     }
 
     /// No default header.

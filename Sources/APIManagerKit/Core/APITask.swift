@@ -70,9 +70,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     var attemptProgress: AttemptProgress = .idle
     var retryTimer: (any APICancellable)?
     var deadlineTimer: (any APICancellable)?
-    /// The async steps of the current attempt (interceptors, a wait for a credential refresh):
-    /// cancelled when the task ends, forgotten when the next attempt begins. Cancelling one that
-    /// already finished does nothing, so steps that finished are not taken out one by one.
+    /// The async steps of the task's attempts that did not finish at once (interceptors, a wait
+    /// for a credential refresh): cancelled when the task ends. Cancelling one that already
+    /// finished does nothing, so steps that finished are not taken out one by one.
     var pendingWork: [any APICancellable] = []
     /// Whether the task was already sent again after its credential was refused (at most once).
     var hasReplayed = false

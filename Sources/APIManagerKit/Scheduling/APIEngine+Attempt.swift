@@ -182,18 +182,19 @@ extension APIEngine {
             APIEvent(
                 kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: built.request,
                 duration: nil, sensitiveHeaders: built.sensitiveHeaders))
-        let handle = transport.send(built.request, options: sent.options) { [weak self] result in
-            if let answered {
-                answered(sent, result)
-                return
-            }
-            guard let self else { return }
-            switch self.execution {
-            case .inline:
-                self.transportAnswered(sent, result: result)
-            case .queue(let queue):
-                // Off the transport's callback queue: responses of different tasks build in parallel.
-                queue.async { self.transportAnswered(sent, result: result) }
+        let handle: any APICancellable
+        if let answered {
+            handle = transport.send(built.request, options: sent.options) { result in answered(sent, result) }
+        } else {
+            handle = transport.send(built.request, options: sent.options) { [weak self] result in
+                guard let self else { return }
+                switch self.execution {
+                case .inline:
+                    self.transportAnswered(sent, result: result)
+                case .queue(let queue):
+                    // Off the transport's callback queue: responses of different tasks build in parallel.
+                    queue.async { self.transportAnswered(sent, result: result) }
+                }
             }
         }
         transition { machine, actions in machine.attemptSent(task, attempt: attempt, handle: handle, into: &actions) }

@@ -285,7 +285,6 @@ struct SchedulingMachine {
     }
 
     private mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {
-        if !task.pendingWork.isEmpty { task.pendingWork = [] }
         task.attemptNumber += 1
         task.phase = .running
         task.attemptProgress = .starting

@@ -1,0 +1,164 @@
+// The code samples of README.md "Sessions: default headers, interceptors, authentication", compiled
+// and run. Keep the two in step: a sample that changes there changes here.
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Where the signing key lives (an actor, so reading it is async).
+actor Keychain {
+    private let key: String
+    init(key: String) { self.key = key }
+    func signingKey() throws -> String { key }
+}
+
+/// Signs every attempt with a key read fresh from the keychain (an actor, so an async read).
+struct Signer: APIInterceptor {
+    let keychain: Keychain
+
+    func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest {
+        var request = request
+        let key = try await keychain.signingKey()
+        request.setValue("v1:\(key.count):attempt-\(attempt.number)", forHTTPHeaderField: "X-Signature")
+        return request
+    }
+
+    /// A 200 whose body says "try again" is retried (by the usual rules) twice at most.
+    func inspect(_ response: APIRawResponse, to request: URLRequest, for attempt: APIAttempt) async throws
+        -> APIResponseDisposition
+    {
+        response.body.starts(with: Data("RETRY".utf8)) && attempt.number < 3 ? .retry(after: 1) : .proceed
+    }
+}
+
+/// Renews the access token at an OAuth 2 token endpoint (RFC 6749, section 6).
+struct OAuthRefresher: APIAuthenticator {
+    let tokenURL: URL
+    let clientID: String
+
+    struct Refused: Error { let status: Int }
+
+    func refresh(_ credential: APICredential) async throws -> APICredential {
+        guard let refreshToken = credential.refreshToken else { throw Refused(status: 0) }
+        var request = URLRequest(url: tokenURL)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        let form = ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientID]
+        request.httpBody = Data(
+            form.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+                .joined(separator: "&").utf8)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status == 200 else { throw Refused(status: status) }
+        struct Tokens: Decodable {
+            let accessToken: String
+            let refreshToken: String?
+        }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let tokens = try decoder.decode(Tokens.self, from: data)
+        // Some servers rotate the refresh token, others keep it.
+        return APICredential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken)
+    }
+    // apply (Authorization: Bearer), isRefused (a 401) and request(_:wasSentWith:) keep their defaults.
+}
+
+struct ProfileRequest: APIRequest {
+    let url = URL(string: "https://api.test")!
+    let path = "me"
+}
+
+final class ProfileAPI: APIManager {
+    typealias Request = ProfileRequest
+    typealias Response = APIEmptyResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+typealias OrdersAPI = ProfileAPI
+
+@Suite("README samples: sessions")
+struct SessionCodeSamplesTests {
+    @Test func theDefaultHeadersSampleAddsAKeyReplacesTheAgentAndRemovesTheLanguage() {
+        let apiKey = "k-123"
+        var headers = APIDefaultHeaders.standard
+        headers["X-Api-Key"] = apiKey  // an API key on every request
+        headers["User-Agent"] = "Shop/2.1 APIManagerKit/\(APIDefaultHeaders.packageVersion)"
+        headers["Accept-Language"] = nil  // removed
+        let engine = APIEngine(defaultHeaders: headers)  // or .none: no default header at all
+        #expect(engine.defaultHeaders.fields == ["X-Api-Key": "k-123", "User-Agent": "Shop/2.1 APIManagerKit/0.1.0"])
+    }
+
+    @Test func theSignerSignsEachAttemptAndRetriesATryAgainBody() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/me", .status(200, body: Data("RETRY".utf8)), .status(200))
+        let api = ProfileAPI(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                interceptors: [Signer(keychain: Keychain(key: "s3cret"))]))
+        // The keychain actor suspends the interceptor, so the attempt goes on on the actor's
+        // thread: the test waits for the delegate's events (no sleep, no virtual time involved).
+        let recorder = EventRecorder()
+        let retried = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0)
+        recorder.onEvent = { line in
+            if line.hasSuffix(" retry 1.0") { retried.signal() }
+            if line.hasSuffix(" finished") || line.contains(" failed ") { ended.signal() }
+        }
+        api.delegate = recorder
+        let task = api.send(ProfileRequest())
+        #expect(retried.wait(timeout: .now() + 10) == .success)
+        clock.advance(by: 1)
+        #expect(ended.wait(timeout: .now() + 10) == .success)
+        #expect(task.attemptCount == 2)
+        #expect(recorder.events(of: task) == ["start 1", "retry 1.0", "start 2", "finished"])
+        #expect(
+            transport.requests.map { $0.value(forHTTPHeaderField: "X-Signature") } == [
+                "v1:6:attempt-1", "v1:6:attempt-2",
+            ])
+    }
+
+    @Test func theSessionSampleBuildsAndSignsInAndOut() {
+        let session = APIAuthentication(
+            authenticator: OAuthRefresher(
+                tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "shop-ios"),
+            store: APIFileCredentialStore(
+                fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-session.json")))
+        // After the login screen (the tokens survive a restart: the store is read at start):
+        session.signIn(with: APICredential(accessToken: "eyJ…access", refreshToken: "eyJ…refresh"))
+        // Every manager whose engine shares the session shares its refreshes:
+        let cart = CartAPI(engine: APIEngine(authentication: session))
+        let orders = OrdersAPI(engine: APIEngine(authentication: session))
+        #expect(cart.engine.authentication === orders.engine.authentication)
+        #expect(session.credential?.refreshToken == "eyJ…refresh")
+        // Sign-out forgets the tokens, in memory and in the store:
+        session.signOut()
+        #expect(session.credential == nil)
+        #expect(session.store.headers(forOrigin: session.storageKey).isEmpty)
+    }
+
+    @Test func theTestingSampleRefreshesOnceForThreeRequests() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/me") { request in
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer token-1" ? .json("{}") : .status(401)
+        }
+        let refresher = MockAuthenticator(holdsRefreshes: true)
+        let session = APIAuthentication(authenticator: refresher, clock: clock)
+        session.signIn(with: APICredential(accessToken: "expired"))
+        let api = ProfileAPI(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline, authentication: session))
+        let tasks = (0..<3).map { _ in api.send(ProfileRequest()) }  // the first refused: one refresh, held
+        #expect(refresher.refreshCount == 1)
+        refresher.release()  // token-1; all three go with it
+        #expect(tasks.allSatisfy { $0.state.isTerminal })
+        #expect(tasks.allSatisfy { $0.state.description == "finished" })
+    }
+}
