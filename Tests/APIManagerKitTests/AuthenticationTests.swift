@@ -161,6 +161,23 @@ struct AuthenticationTests {
         #expect(next.state.name == "finished")
     }
 
+    @Test func aRefusalArrivingAfterTheRefreshFailedFailsWithItWithoutANewRefresh() {
+        struct RefreshDenied: Error {}
+        let auth = AuthHarness()
+        auth.holdsRefusals.withLock { $0 = true }
+        let first = auth.send()
+        let late = auth.send()  // sent with the same credential, its 401 still held
+        auth.transport.release()  // the first 401: a refresh starts
+        auth.authenticator.release(with: .failure(RefreshDenied()))
+        #expect(first.state.name == "authenticationFailed(RefreshDenied())")
+        #expect(late.state.name == "running")
+
+        auth.transport.release()  // the late 401: refused together with the first
+        #expect(late.state.name == "authenticationFailed(RefreshDenied())")
+        #expect(auth.authenticator.refreshCount == 1)
+        #expect(auth.recorder.events(of: late) == ["start 1", "failed authenticationFailed(RefreshDenied())"])
+    }
+
     @Test func refreshesBeyondTheLimitFailAtOnceUntilTheWindowHasPassed() {
         let auth = AuthHarness(
             authenticator: MockAuthenticator(),

@@ -84,6 +84,9 @@ public final class APIAuthentication: @unchecked Sendable {
     private var waiters: [UInt64: @Sendable (Result<Grant, APIError>) -> Void] = [:]
     private var nextWaiter: UInt64 = 0
     private var refreshStarts: [TimeInterval] = []
+    /// The last refresh's failure and the generation the requests it was for were sent with; a
+    /// refusal of such a request arriving late fails with it. `nil` once anything replaced it.
+    private var lastFailure: (generation: UInt64, error: APIError)?
     private var refreshes = 0
 
     /// - Parameters:
@@ -132,6 +135,7 @@ public final class APIAuthentication: @unchecked Sendable {
         lock.withLock {
             current = credential
             generation &+= 1
+            lastFailure = nil
         }
         persist(credential)
     }
@@ -169,11 +173,16 @@ public final class APIAuthentication: @unchecked Sendable {
         lock.withLock { !refreshRuns && grant.generation == generation }
     }
 
-    /// A request carrying a credential was refused. The outcome (now, or through `resume` when the
-    /// refresh it joins or starts ends) is the credential to send it again with, or the failure;
-    /// `nil` when there is no credential to renew (the refusal is an ordinary response).
+    /// A request carrying a credential (of grant generation `sentWith`) was refused. The outcome
+    /// (now, or through `resume` when the refresh it joins or starts ends) is the credential to send
+    /// it again with, or the failure; `nil` when there is no credential to renew (the refusal is an
+    /// ordinary response).
+    ///
+    /// A request sent before a refresh failed, whose refusal arrives after it, fails with that
+    /// refresh's error instead of starting another: it was refused together with the others.
     func refused(
-        _ request: URLRequest, work: AsyncWork, resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
+        _ request: URLRequest, sentWith sentGeneration: UInt64, work: AsyncWork,
+        resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
     ) -> Access? {
         lock.lock()
         if refreshRuns {
@@ -185,10 +194,20 @@ public final class APIAuthentication: @unchecked Sendable {
             lock.unlock()
             return nil
         }
+        if let failure = lastFailure, failure.generation == sentGeneration {
+            lock.unlock()
+            return .now(.failure(failure.error))
+        }
+        if sentGeneration != generation {
+            // Replaced since it was sent: send it again with the current one.
+            let grant = Grant(credential: current, generation: generation)
+            lock.unlock()
+            return .now(.success(grant))
+        }
         let seen = generation
         lock.unlock()
 
-        // Sent with a credential that has since been replaced: send it again with the current one.
+        // Sent with another credential than the current one: send it again with the current one.
         if !authenticator.request(request, wasSentWith: refusedCredential) {
             return .now(.success(Grant(credential: refusedCredential, generation: seen)))
         }
@@ -238,8 +257,15 @@ public final class APIAuthentication: @unchecked Sendable {
     private func finishRefresh(_ outcome: Result<APICredential, any Error>, startedAt started: UInt64) {
         lock.lock()
         let overruled = generation != started
-        if case .success(let renewed) = outcome, !overruled {
-            current = renewed
+        if !overruled {
+            switch outcome {
+            case .success(let renewed):
+                current = renewed
+                lastFailure = nil
+            case .failure(let error):
+                // Requests sent from now on may try again; those sent before fail with this error.
+                lastFailure = (started, .authenticationFailed(underlying: error))
+            }
             generation &+= 1
         }
         lock.unlock()
@@ -250,10 +276,9 @@ public final class APIAuthentication: @unchecked Sendable {
         let told = waiters
         waiters = [:]
         let result: Result<Grant, APIError>
-        switch outcome {
-        case .failure(let error) where !overruled:
-            result = .failure(.authenticationFailed(underlying: error))
-        default:
+        if let failure = lastFailure, !overruled {
+            result = .failure(failure.error)
+        } else {
             result = .success(Grant(credential: current, generation: generation))
         }
         lock.unlock()

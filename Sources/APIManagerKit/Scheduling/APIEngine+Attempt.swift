@@ -177,7 +177,7 @@ extension APIEngine {
             options: APITransportOptions(
                 sensitiveHeaders: built.sensitiveHeaders, maxResponseBodySize: task.maxResponseBodySize),
             monitor: monitor, cache: cacheContext, isReplay: step.isReplay,
-            carriesCredential: grant?.credential != nil)
+            credentialGeneration: grant?.credential == nil ? nil : grant?.generation)
         monitor?(
             APIEvent(
                 kind: .started, taskIdentifier: task.identifier, attempt: attempt, request: built.request,
@@ -234,12 +234,13 @@ extension APIEngine {
     /// renewed one (once per task), or fails with the refresh's failure. Returns whether it took
     /// the response over.
     private func takesOverRefusal(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) -> Bool {
-        guard let authentication, sent.carriesCredential,
+        guard let authentication, let generation = sent.credentialGeneration,
             authentication.authenticator.isRefused(raw, to: sent.request),
             lock.withLock({ machine.claimReplay(sent.task, attempt: sent.number) })
         else { return false }
         let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
-        let refusal = authentication.refused(sent.request, work: asyncWork) { [weak self] result in
+        let refusal = authentication.refused(sent.request, sentWith: generation, work: asyncWork) {
+            [weak self] result in
             self?.replay(after: result, step)
         }
         switch refusal {

@@ -18,8 +18,8 @@ enum TransportStage {
         let cache: CacheContext?
         /// Whether it is the attempt sent again after a credential refresh.
         let isReplay: Bool
-        /// Whether it carries the credential of the engine's ``APIAuthentication``.
-        let carriesCredential: Bool
+        /// The generation of the ``APIAuthentication`` credential it carries; `nil` for none.
+        let credentialGeneration: UInt64?
     }
 
     /// The transport's answer as an ``APIError`` result: its error wrapped, a body past the limit
