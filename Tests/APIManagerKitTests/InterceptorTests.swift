@@ -7,8 +7,8 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// An interceptor made of closures.
-struct ClosureInterceptor: APIInterceptor {
+/// An interceptor made of closures: an adapter and an inspector.
+struct ClosureInterceptor: APIRequestAdapter, APIResponseInspector {
     var onAdapt: @Sendable (URLRequest, APIAttempt) async throws -> URLRequest = { request, _ in request }
     var onInspect: @Sendable (APIRawResponse, APIAttempt) async throws -> APIResponseDisposition = { _, _ in .proceed }
 
@@ -282,6 +282,56 @@ struct InterceptorTests {
         let task = harness.send(TestRequest("/ok"))
         #expect(task.state.name == "invalidRequest")
         #expect(harness.transport.records.isEmpty)
+    }
+
+    @Test func anAdapterOnlyAdaptsAnInspectorOnlyInspectsAndEachChainKeepsItsOrder() {
+        struct Tag: APIRequestAdapter {
+            let name: String
+            func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest {
+                var request = request
+                request.setValue(
+                    (request.value(forHTTPHeaderField: "X-Tags") ?? "") + name, forHTTPHeaderField: "X-Tags")
+                return request
+            }
+        }
+        struct Count: APIResponseInspector {
+            let seen: Locked<[String]>
+            let name: String
+            func inspect(_ response: APIRawResponse, to request: URLRequest, for attempt: APIAttempt) async throws
+                -> APIResponseDisposition
+            {
+                seen.withLock { $0.append(name) }
+                return .proceed
+            }
+        }
+        struct Neither: APIInterceptor {}
+        let seen = Locked<[String]>([])
+        let harness = Harness(interceptors: [
+            Tag(name: "a"), Count(seen: seen, name: "x"), Neither(), Tag(name: "b"), Count(seen: seen, name: "y"),
+        ])
+        harness.send(TestRequest("/ok"))
+        #expect(harness.records("/ok").map { $0.request.value(forHTTPHeaderField: "X-Tags") } == ["ab"])
+        #expect(seen.withLock { $0 } == ["x", "y"])
+        #expect(harness.recorder.events == ["1 start 1", "1 finished"])
+        #expect(harness.manager.engine.interceptors.count == 5)
+    }
+
+    @Test func withAdaptersOnlyTheResponseTakesTheUsualPath() {
+        let gate = Gate()
+        struct Waiting: APIRequestAdapter {
+            let gate: Gate
+            func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest {
+                await gate.wait()
+                return request
+            }
+        }
+        let harness = Harness(interceptors: [Waiting(gate: gate)])
+        harness.transport.stub(nil, "/missing", .status(404))
+        let task = harness.send(TestRequest("/missing"))
+        #expect(harness.transport.records.isEmpty)
+        gate.open()
+        #expect(task.state.name == "status(404)")
+        #expect(harness.recorder.events == ["1 start 1", "1 failed status(404)"])
     }
 
     @Test func interceptorsWorkOnAQueueEngine() async throws {

@@ -17,7 +17,7 @@ actor Keychain {
 }
 
 /// Signs every attempt with a key read fresh from the keychain (an actor, so an async read).
-struct Signer: APIInterceptor {
+struct Signer: APIRequestAdapter, APIResponseInspector {
     let keychain: Keychain
 
     func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest {

@@ -1,6 +1,7 @@
 // What one task costs the scheduler, sent inline through a transport that answers inside `send`,
-// in four set-ups: as before interceptors existed (no default headers), with the standard default
-// headers, with one interceptor that returns its input, and with an authentication. Count the
+// in five set-ups: as before interceptors existed (no default headers), with the standard default
+// headers, with one adapter that returns its input, with one interceptor that adapts and inspects
+// without changing anything, and with an authentication. Count the
 // instructions of two runs with valgrind and take the slope (see README "Benchmarks"):
 //
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 1000
@@ -39,7 +40,17 @@ struct InstantTransport: APITransport {
 }
 
 /// Returns its input: the cost of the interceptor machinery itself.
-struct PassThrough: APIInterceptor {}
+struct PassThrough: APIRequestAdapter {
+    func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest { request }
+}
+
+/// Adapts and inspects without changing anything.
+struct PassThroughBoth: APIRequestAdapter, APIResponseInspector {
+    func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest { request }
+    func inspect(_ response: APIRawResponse, to request: URLRequest, for attempt: APIAttempt) async throws
+        -> APIResponseDisposition
+    { .proceed }
+}
 
 /// Never refreshes in this benchmark: every request is accepted.
 struct StaticTokens: APIAuthenticator {
@@ -54,7 +65,7 @@ final class Counter: APIManagerDelegate, @unchecked Sendable {
     }
 }
 
-let variants = ["plain", "headers", "interceptor", "authenticated"]
+let variants = ["plain", "headers", "interceptor", "both", "authenticated"]
 let arguments = CommandLine.arguments.dropFirst()
 guard let variant = arguments.first, variants.contains(variant),
     let count = arguments.dropFirst().first.flatMap(Int.init), count > 0
@@ -67,7 +78,7 @@ let authentication = APIAuthentication(authenticator: StaticTokens())
 authentication.signIn(with: APICredential(accessToken: "t0ken"))
 let engine = APIEngine(
     transport: InstantTransport(), delivery: .immediate, execution: .inline,
-    interceptors: variant == "interceptor" ? [PassThrough()] : [],
+    interceptors: variant == "interceptor" ? [PassThrough()] : variant == "both" ? [PassThroughBoth()] : [],
     authentication: variant == "authenticated" ? authentication : nil,
     defaultHeaders: variant == "plain" ? .none : .standard)
 let api = PingAPI(engine: engine)

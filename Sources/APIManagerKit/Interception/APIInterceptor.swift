@@ -4,30 +4,40 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A step every attempt of an engine goes through: it adapts the `URLRequest` before the attempt
-/// is sent (a fresh token, a signature, a header read from the keychain) and sees the raw response
-/// before it is validated (to refuse it, or to ask for another attempt).
+/// A step every attempt of an engine goes through: an ``APIRequestAdapter`` adapts the
+/// `URLRequest` before the attempt is sent (a fresh token, a signature, a header read from the
+/// keychain), an ``APIResponseInspector`` sees the raw response before it is validated (to refuse
+/// it, or to ask for another attempt). A type may be both; conform to the one you need, as each
+/// costs an `async` call per attempt, and a response is only awaited when an inspector wants it.
 ///
 /// Give interceptors to the engine, in order: `APIEngine(interceptors: [Signer(), Logger()])`.
-/// Requests pass through them in that order after the request is built (the manager's
+/// Requests pass through the adapters in that order after the request is built (the manager's
 /// `urlRequest(for:)`, persisted and default headers, the credential of an ``APIAuthentication``);
-/// responses pass through them in the same order before the manager's `response(for:from:)`.
+/// responses pass through the inspectors in the same order before the manager's
+/// `response(for:from:)`. A type that conforms to neither is kept but never called.
 ///
 /// Both methods are called once per attempt (a replay after a credential refresh included), never
-/// while a lock of the engine is held, where the engine's ``APIExecution`` says: with `.inline` on
-/// the thread that starts the attempt or receives its response (and, after a suspension, on the
-/// thread that resumes it); with `.queue` on the engine's work queue. Cancelling the task while an
-/// interceptor runs ends the task at once, with one terminal event, and cancels the Swift task the
-/// interceptor runs in; whatever it returns afterwards is ignored.
-public protocol APIInterceptor: Sendable {
-    /// The request to send for this attempt. Returns `request` unchanged unless implemented.
+/// while a lock of the engine is held, in a Swift task of the attempt's own, on the executor the
+/// engine's ``APIExecution`` says: with `.inline` on the thread that starts the attempt (and, after
+/// a suspension, on the thread that resumes it); with `.queue` on the engine's work queue.
+/// Cancelling the task while an interceptor runs ends the task at once, with one terminal event,
+/// and cancels that Swift task; whatever the interceptor returns afterwards is ignored.
+public protocol APIInterceptor: Sendable {}
+
+/// An interceptor that adapts the request of every attempt (see ``APIInterceptor``).
+public protocol APIRequestAdapter: APIInterceptor {
+    /// The request to send for this attempt.
     ///
     /// An error thrown here fails the attempt with ``APIError/invalidRequest(reason:underlying:)``
     /// (an `APIError` is passed through as it is); the manager's retry decision then applies as
     /// for any failure.
     func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest
+}
 
-    /// What to do with the attempt's response: `.proceed` unless implemented.
+/// An interceptor that sees the response of every attempt before it is validated (see
+/// ``APIInterceptor``).
+public protocol APIResponseInspector: APIInterceptor {
+    /// What to do with the attempt's response.
     ///
     /// Called for every response, whatever its status, and not for a transport failure. An error
     /// thrown here fails the attempt with it (an `APIError` as it is, anything else as
@@ -35,18 +45,6 @@ public protocol APIInterceptor: Sendable {
     /// any failure.
     func inspect(_ response: APIRawResponse, to request: URLRequest, for attempt: APIAttempt) async throws
         -> APIResponseDisposition
-}
-
-extension APIInterceptor {
-    public func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest {
-        request
-    }
-
-    public func inspect(_ response: APIRawResponse, to request: URLRequest, for attempt: APIAttempt) async throws
-        -> APIResponseDisposition
-    {
-        .proceed
-    }
 }
 
 /// The attempt an interceptor works on.

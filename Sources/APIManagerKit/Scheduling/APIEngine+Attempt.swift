@@ -18,7 +18,7 @@ extension APIEngine {
         switch BuildRequestStage.run(task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders) {
         case .success(let built):
             let step = AttemptStep(task: task, number: attempt, isReplay: isReplay)
-            if authentication == nil && interceptors.isEmpty {
+            if authentication == nil && adapters.isEmpty && inspectors.isEmpty {
                 send(built, grant: nil, step)
             } else {
                 authenticate(built, step)
@@ -82,27 +82,33 @@ extension APIEngine {
         }
     }
 
-    /// Passes the request through the interceptors, in order, sends it, and passes the response
-    /// through them: one Swift task per attempt, to which the transport's answer comes back.
+    /// Passes the request through the adapters, in order, sends it, and passes the response through
+    /// the inspectors: one Swift task per attempt, to which the transport's answer comes back when
+    /// there are inspectors.
     private func adapt(_ built: BuildRequestStage.Built, grant: APIAuthentication.Grant?, _ step: AttemptStep) {
-        guard !interceptors.isEmpty else {
+        let adapters = self.adapters
+        let inspectors = self.inspectors
+        guard !adapters.isEmpty || !inspectors.isEmpty else {
             send(built, grant: grant, step)
             return
         }
-        let interceptors = self.interceptors
         // The engine is held weakly while user code runs, so that a manager released meanwhile
         // ends its tasks (and cancels this Swift task) instead of waiting for the interceptor.
         let work = asyncWork.start { [weak self] in
             var adapted = built
             do {
-                for interceptor in interceptors {
-                    adapted.request = try await interceptor.adapt(adapted.request, for: step.context)
+                for adapter in adapters {
+                    adapted.request = try await adapter.adapt(adapted.request, for: step.context)
                 }
             } catch {
                 self?.adaptFailed(error, step)
                 return
             }
             // An attempt that is no longer current is not handed to the transport (`send` checks).
+            guard !inspectors.isEmpty else {
+                self?.send(adapted, grant: grant, step)
+                return
+            }
             let answer = await withUnsafeContinuation {
                 [weak self] (continuation: UnsafeContinuation<Answer?, Never>) in
                 // The transport calls back exactly once when it was handed the request.
@@ -113,7 +119,7 @@ extension APIEngine {
                 if !handed { continuation.resume(returning: nil) }
             }
             guard let answer, let raw = self?.received(answer.result, for: answer.sent) else { return }
-            let verdict = await Self.inspect(raw, answer.sent, interceptors)
+            let verdict = await Self.inspect(raw, answer.sent, inspectors)
             self?.attemptInspected(raw, answer.sent, verdict)
         }
         if let work { track(work, step) }
@@ -273,15 +279,15 @@ extension APIEngine {
         case fail(APIError)
     }
 
-    /// Passes the response through the interceptors, in order, before it is validated; the first
+    /// Passes the response through the inspectors, in order, before it is validated; the first
     /// that asks for another attempt decides.
     private static func inspect(
-        _ raw: APIRawResponse, _ sent: TransportStage.SentAttempt, _ interceptors: [any APIInterceptor]
+        _ raw: APIRawResponse, _ sent: TransportStage.SentAttempt, _ inspectors: [any APIResponseInspector]
     ) async -> Verdict {
         let context = APIAttempt(task: sent.task, number: sent.number, isReplay: sent.isReplay)
         do {
-            for interceptor in interceptors {
-                if case .retry(let delay) = try await interceptor.inspect(raw, to: sent.request, for: context) {
+            for inspector in inspectors {
+                if case .retry(let delay) = try await inspector.inspect(raw, to: sent.request, for: context) {
                     return .retry(after: delay)
                 }
             }

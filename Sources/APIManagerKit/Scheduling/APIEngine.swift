@@ -32,6 +32,10 @@ public final class APIEngine: @unchecked Sendable {
     public let execution: APIExecution
     /// The steps every attempt goes through, in order (see ``APIInterceptor``); none unless given.
     public let interceptors: [any APIInterceptor]
+    /// The interceptors that adapt requests, in order.
+    let adapters: [any APIRequestAdapter]
+    /// The interceptors that inspect responses, in order.
+    let inspectors: [any APIResponseInspector]
     /// The credential every request carries and its single-flight refresh (see
     /// ``APIAuthentication``); `nil` for none.
     public let authentication: APIAuthentication?
@@ -80,6 +84,8 @@ public final class APIEngine: @unchecked Sendable {
         defaultHeaders: APIDefaultHeaders = .standard
     ) {
         self.interceptors = interceptors
+        self.adapters = interceptors.compactMap { $0 as? any APIRequestAdapter }
+        self.inspectors = interceptors.compactMap { $0 as? any APIResponseInspector }
         self.authentication = authentication
         self.defaultHeaders = defaultHeaders
         self.asyncWork = AsyncWork(execution: execution)
