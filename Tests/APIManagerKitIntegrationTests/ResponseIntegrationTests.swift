@@ -35,8 +35,19 @@ struct ResponseIntegrationTests {
 
     @Test func acceptableStatusCodesArePerRequest() async throws {
         var request = HTTPRequest("status/404")
-        request.acceptableStatusCodes = 200..<500
+        request.acceptableStatusCodes = APIStatusCodes(200..<500)
         #expect(try await Client<APIRawResponse>().response(for: request).statusCode == 404)
+    }
+
+    @Test func acceptableStatusCodesMayBeIndividualCodes() async throws {
+        var request = HTTPRequest("status/409")
+        request.acceptableStatusCodes = [200, 409]
+        #expect(try await Client<APIRawResponse>().response(for: request).statusCode == 409)
+        request.path = "status/410"
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: request)
+        }
+        #expect(error?.statusCode == 410)
     }
 
     @Test func aKeyPathDecodesPartOfARealBody() async throws {

@@ -31,7 +31,7 @@ struct HTTPRequest: APIRequest {
     var timeout: TimeInterval = 30
     var retryPolicy: APIRetryPolicy?
     var concurrencyPolicy: APIConcurrencyPolicy = .default
-    var acceptableStatusCodes: Range<Int> = 200..<300
+    var acceptableStatusCodes: APIStatusCodes = .success
     var maxBodySize: Int? = APIRequestDefaults.maxResponseBodySize
     var maxResponseBodySize: Int? { maxBodySize }
 

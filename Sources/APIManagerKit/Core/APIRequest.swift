@@ -52,8 +52,9 @@ public protocol APIRequest: Sendable {
     /// `nil` (no deadline) unless overridden.
     var deadline: TimeInterval? { get }
     /// The statuses the default ``APIManager/response(for:from:)`` accepts; any other fails the
-    /// attempt with ``APIError/unacceptableStatus(_:)``. `200..<300` unless overridden.
-    var acceptableStatusCodes: Range<Int> { get }
+    /// attempt with ``APIError/unacceptableStatus(_:message:)``. ``APIStatusCodes/success``
+    /// (`200..<300`) unless overridden; ranges, single codes (`[200, 304]`) or both.
+    var acceptableStatusCodes: APIStatusCodes { get }
     /// How the task uses the engine's ``APIResponseCache``. `.networkOnly` unless overridden.
     var cacheOption: APICacheOption { get }
     /// Whether a successful response is stored in the engine's cache. `true` unless overridden.
@@ -94,7 +95,7 @@ extension APIRequest {
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }
-    public var acceptableStatusCodes: Range<Int> { 200..<300 }
+    public var acceptableStatusCodes: APIStatusCodes { .success }
     public var cacheOption: APICacheOption { .networkOnly }
     public var shouldSaveInCache: Bool { true }
     public var cachePartition: String? { nil }

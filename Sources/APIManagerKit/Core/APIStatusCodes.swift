@@ -1,0 +1,69 @@
+/// A set of HTTP status codes: ranges, single codes, or both, as ``APIRequest/acceptableStatusCodes``
+/// takes them.
+///
+/// ```swift
+/// var acceptableStatusCodes: APIStatusCodes { [200, 201, 304] }            // single codes
+/// var acceptableStatusCodes: APIStatusCodes { APIStatusCodes(200..<300) }  // a range
+/// var acceptableStatusCodes: APIStatusCodes { .success.union([304, 409]) } // both
+/// ```
+public struct APIStatusCodes: Sendable, Hashable, ExpressibleByArrayLiteral, CustomStringConvertible {
+    /// The ranges the set is made of, sorted, neither empty nor overlapping nor touching.
+    public private(set) var ranges: [Range<Int>]
+
+    /// Every code in `range`.
+    public init(_ range: Range<Int>) {
+        self.ranges = []
+        insert(range)
+    }
+
+    /// Every code in `range`.
+    public init(_ range: ClosedRange<Int>) {
+        self.init(range.lowerBound..<(range.upperBound == .max ? .max : range.upperBound + 1))
+    }
+
+    /// Exactly the given codes.
+    public init(_ codes: some Sequence<Int>) {
+        self.ranges = []
+        for code in codes where code < .max { insert(code..<(code + 1)) }
+    }
+
+    public init(arrayLiteral codes: Int...) {
+        self.init(codes)
+    }
+
+    /// `200..<300`: the default of every request.
+    public static let success = APIStatusCodes(200..<300)
+
+    /// Whether the set holds `code`.
+    public func contains(_ code: Int) -> Bool {
+        ranges.contains { $0.contains(code) }
+    }
+
+    /// The codes of both sets.
+    public func union(_ other: APIStatusCodes) -> APIStatusCodes {
+        var union = self
+        for range in other.ranges { union.insert(range) }
+        return union
+    }
+
+    /// `200..<300`, `304` or `[200..<300, 304]`.
+    public var description: String {
+        let parts = ranges.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)..<\($0.upperBound)" }
+        return parts.count == 1 ? parts[0] : "[\(parts.joined(separator: ", "))]"
+    }
+
+    private mutating func insert(_ range: Range<Int>) {
+        guard !range.isEmpty else { return }
+        var merged = range
+        var kept: [Range<Int>] = []
+        for existing in ranges {
+            if existing.upperBound < merged.lowerBound || merged.upperBound < existing.lowerBound {
+                kept.append(existing)
+            } else {
+                merged = min(existing.lowerBound, merged.lowerBound)..<max(existing.upperBound, merged.upperBound)
+            }
+        }
+        kept.append(merged)
+        ranges = kept.sorted { $0.lowerBound < $1.lowerBound }
+    }
+}
