@@ -126,3 +126,44 @@ enum SHA256Hex {
         }
     }
 }
+
+@Suite("Integration: pagination through the Link header", .enabled(if: Server.isAvailable, Server.skipReason))
+struct PaginationIntegrationTests {
+    struct Page: APIResponse, Decodable {
+        let page: Int
+        let items: [Int]
+    }
+
+    func pages(_ first: HTTPRequest) async -> ([APIPage<Page>], APIError?) {
+        let client = Client<Page>()
+        var pages: [APIPage<Page>] = []
+        do {
+            for try await page in client.pages(from: first, next: { url, _ in HTTPRequest(absolute: url) }) {
+                pages.append(page)
+            }
+            return (pages, nil)
+        } catch {
+            return (pages, error as? APIError)
+        }
+    }
+
+    @Test func everyPageIsFollowedThroughRelativeLinks() async {
+        let (pages, error) = await pages(HTTPRequest("fixture/pages/4"))
+        #expect(error == nil)
+        #expect(pages.map(\.response.page) == [1, 2, 3, 4])
+        #expect(pages.first?.link(relation: "last")?.path == "/fixture/pages/4")
+    }
+
+    @Test func aLoopOfLinksStopsWithATypedError() async {
+        // The first request's query is written as loop=2&page=1, the server's links as page=1&loop=2.
+        let (pages, error) = await pages(
+            HTTPRequest("fixture/pages/5", parameters: .query(["loop": "2", "page": "1"])))
+        #expect(pages.map(\.response.page) == [1, 2])
+        guard case .rejected(let underlying, _)? = error, case .loop(let url)? = underlying as? APIPaginationError
+        else {
+            Issue.record("expected a loop error, got \(String(describing: error))")
+            return
+        }
+        #expect(url.query == "page=1&loop=2")
+    }
+}

@@ -40,6 +40,12 @@ struct HTTPRequest: APIRequest {
         self.method = method
         self.parameters = parameters
     }
+
+    /// A GET of exactly `url` (a page link, say).
+    init(absolute url: URL) {
+        self.url = url
+        self.path = ""
+    }
 }
 
 /// What httpbin echoes about the request it parsed.

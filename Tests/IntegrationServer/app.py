@@ -175,6 +175,22 @@ def fixture(environ, start_response):
             realm = _realm(arg)
             return _json(start_response, "200 OK", {"issued": realm["issued"], "refused": realm["refused"]})
 
+    if route == "pages":
+        # Page `page` of `arg` pages: {"page": N, "items": [...]}, with an RFC 8288 Link header of
+        # relative targets (next, first, last); with loop=K, page K's next link leads back to page 1.
+        total = int(arg or "3")
+        page = int(query.get("page", "1"))
+        loop = query.get("loop")
+        suffix = "&loop=%s" % loop if loop else ""
+        target = "/fixture/pages/%d?page=%%d%s" % (total, suffix)
+        links = ['<%s>; rel="first"' % (target % 1), '<%s>; rel="last"' % (target % total)]
+        if loop and page == int(loop):
+            links.insert(0, '<%s>; rel="next"' % (target % 1))
+        elif page < total:
+            links.insert(0, '<%s>; rel="next"' % (target % (page + 1)))
+        return _json(start_response, "200 OK", {"page": page, "items": [page * 10, page * 10 + 1]},
+                     [("Link", ", ".join(links))])
+
     if route == "connection":
         # The client's port: the same port on two requests means the connection was reused.
         return _json(start_response, "200 OK", {"port": int(environ.get("REMOTE_PORT") or 0)})

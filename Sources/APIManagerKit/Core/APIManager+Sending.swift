@@ -17,18 +17,7 @@ extension APIManager {
     ///
     /// - Throws: the task's ``APIError``.
     public func response(for request: Request) async throws(APIError) -> Response {
-        let task = makeTask(for: request)
-        let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, APIError>, Never>) in
-                task.observe { observation in
-                    if case .ended(let outcome, _) = observation { continuation.resume(returning: outcome) }
-                }
-                engine.submit(task, observed: true)
-            }
-        } onCancel: {
-            task.cancel(reason: .concurrency)
-        }
-        return try outcome.get()
+        try await responseAndRaw(for: request).0
     }
 
     /// Sends a request and yields each response it delivers, marked with its source: under
@@ -46,10 +35,10 @@ extension APIManager {
                 switch observation {
                 case .cached(let response):
                     continuation.yield(APISourcedResponse(response: response, source: .cache))
-                case .ended(.success(let response), let source):
+                case .ended(.success(let response), let source, _):
                     continuation.yield(APISourcedResponse(response: response, source: source ?? .network))
                     continuation.finish()
-                case .ended(.failure(let error), _):
+                case .ended(.failure(let error), _, _):
                     continuation.finish(throwing: error)
                 }
             }
@@ -76,6 +65,25 @@ extension APIManager {
     /// then its waiting line from head to tail.
     public var inFlightTasks: [APITask<Request>] {
         engine.inFlightTasks().compactMap { $0 as? APITask<Request> }
+    }
+
+    /// Sends a request and waits for its typed response and the raw response it was built from.
+    func responseAndRaw(for request: Request) async throws(APIError) -> (Response, APIRawResponse?) {
+        let task = makeTask(for: request)
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<(Response, APIRawResponse?), APIError>, Never>) in
+                task.observe { observation in
+                    if case .ended(let outcome, _, let raw) = observation {
+                        continuation.resume(returning: outcome.map { ($0, raw) })
+                    }
+                }
+                engine.submit(task, observed: true)
+            }
+        } onCancel: {
+            task.cancel(reason: .concurrency)
+        }
+        return try outcome.get()
     }
 
     private func makeTask(for request: Request) -> ManagedTask<Self> {

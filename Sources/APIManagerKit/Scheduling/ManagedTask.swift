@@ -16,7 +16,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     /// What the async caller is told, typed.
     enum Observation {
         case cached(Manager.Response)
-        case ended(Result<Manager.Response, APIError>, APIResponseSource?)
+        /// The end; on success, with the raw response the typed one was built from.
+        case ended(Result<Manager.Response, APIError>, APIResponseSource?, APIRawResponse?)
     }
 
     init(manager: Manager, request: Manager.Request, identifier: UInt64) {
@@ -44,7 +45,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
         do {
             let response = try manager.response(for: self, from: raw)
-            return .success(BuiltResponse { [self] destination in handOver(response, to: destination) })
+            return .success(BuiltResponse { [self] destination in handOver(response, from: raw, to: destination) })
         } catch let error as APIError {
             return .failure(error)
         } catch let error as DecodingError {
@@ -77,16 +78,18 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func observerFailed(_ error: APIError) {
-        takeObserver()?(.ended(.failure(error), nil))
+        takeObserver()?(.ended(.failure(error), nil, nil))
     }
 
     /// Where a response this task built goes, with its type.
-    private func handOver(_ response: Manager.Response, to destination: BuiltResponse.Destination) {
+    private func handOver(
+        _ response: Manager.Response, from raw: APIRawResponse, to destination: BuiltResponse.Destination
+    ) {
         switch destination {
         case .managerCachedCopy: manager?.task(self, didReceiveCachedResponse: response)
         case .managerFinished: manager?.task(self, didFinishWith: response)
         case .observerCachedCopy: lock.withLock { observer }?(.cached(response))
-        case .observerEnded(let source): takeObserver()?(.ended(.success(response), source))
+        case .observerEnded(let source): takeObserver()?(.ended(.success(response), source, raw))
         }
     }
 

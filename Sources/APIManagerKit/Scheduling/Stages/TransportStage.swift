@@ -23,7 +23,8 @@ enum TransportStage {
     }
 
     /// The transport's answer as an ``APIError`` result: its error wrapped, a body past the limit
-    /// refused (for transports that do not enforce it themselves), persisted auth headers captured.
+    /// refused (for transports that do not enforce it themselves), its URL set to the request's when
+    /// the transport gave none, persisted auth headers captured.
     static func answer(
         _ result: Result<APIRawResponse, any Error>, for sent: SentAttempt, persistedHeaders: APIPersistedHeaders?
     ) -> Result<APIRawResponse, APIError> {
@@ -31,7 +32,13 @@ enum TransportStage {
         if case .success(let raw) = result, let limit = sent.options.maxResponseBodySize, raw.body.count > limit {
             result = .failure(.responseTooLarge(limit: limit))
         }
-        if case .success(let raw) = result {
+        if case .success(var raw) = result {
+            // A transport that does not say where the answer came from answered the request's URL:
+            // relative links (`APIRawResponse/links`) resolve against it.
+            if raw.url == nil {
+                raw.url = sent.request.url
+                result = .success(raw)
+            }
             persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
         }
         return result
