@@ -7,7 +7,7 @@ import PackageDescription
 
 let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
-    "FuzzPathTemplate", "FuzzCredentialStore",
+    "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
 ]
 
 let package = Package(
