@@ -50,6 +50,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             return .failure(error)
         } catch let error as DecodingError {
             return .failure(.decoding(underlying: error, response: raw))
+        } catch let error as APIMappingError {
+            return .failure(.decoding(underlying: error, response: raw))
         } catch {
             return .failure(.rejected(underlying: error, response: raw))
         }
