@@ -214,3 +214,26 @@ struct LenientMappingTests {
         #expect(converted > 0)
     }
 }
+
+// MARK: README "Lenient mapping of loosely typed JSON"
+
+struct ReadmeProfile: APIResponse, APIMappable {  // built from the body's JSON through init(map:)
+    let name: String
+    let age: Int?
+    let isAdmin: Bool
+    let joined: Date
+    init(map: APIMap) throws(APIMappingError) {
+        name = try map.value("data.user.0.name")
+        age = try map.value("data.user.0.age")  // nil when missing or null
+        isAdmin = try map.value("data.user.0.admin")  // true, "true", "1" or 1
+        joined = try map.value("data.user.0.joined")  // ISO 8601 or a Unix timestamp
+    }
+}
+
+@Test func theReadmeProfileMapsALooselyTypedBody() throws {
+    let raw = APIRawResponse(
+        statusCode: 200, body: Data(#"{"data":{"user":[{"name":"Ada","admin":"1","joined":"1795000000000"}]}}"#.utf8))
+    let profile = try ReadmeProfile(from: raw)
+    #expect(profile.name == "Ada" && profile.age == nil && profile.isAdmin)
+    #expect(profile.joined.timeIntervalSince1970 == 1_795_000_000)
+}
