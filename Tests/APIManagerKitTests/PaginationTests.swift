@@ -189,9 +189,11 @@ struct PaginationTests {
     @Test func cancellingTheIteratingTaskCancelsThePageBeingFetched() async {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
-        let sent = DispatchSemaphore(value: 0)
+        // Awaited, not waited for: blocking a thread of the cooperative pool could starve the
+        // iterating task.
+        let (sent, sentSignal) = AsyncStream<Void>.makeStream()
         transport.stub(nil, "/held") { _ in
-            sent.signal()
+            sentSignal.yield()
             return MockTransport.Reply.json(#"{"items":[]}"#).held()
         }
         let api = PagesAPI(
@@ -207,7 +209,8 @@ struct PaginationTests {
                 return error as? APIError
             }
         }
-        #expect(sent.wait(timeout: .now() + 10) == .success)
+        var arrivals = sent.makeAsyncIterator()
+        _ = await arrivals.next()
         iterating.cancel()
         let error = await iterating.value
         #expect(error.map(describe) == "cancelled(concurrency)")

@@ -94,7 +94,7 @@ struct SessionCodeSamplesTests {
         #expect(engine.defaultHeaders.fields == ["X-Api-Key": "k-123", "User-Agent": "Shop/2.1 APIManagerKit/0.1.0"])
     }
 
-    @Test func theSignerSignsEachAttemptAndRetriesATryAgainBody() {
+    @Test func theSignerSignsEachAttemptAndRetriesATryAgainBody() async {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/me", .status(200, body: Data("RETRY".utf8)), .status(200))
@@ -103,19 +103,17 @@ struct SessionCodeSamplesTests {
                 transport: transport, clock: clock, delivery: .immediate, execution: .inline,
                 interceptors: [Signer(keychain: Keychain(key: "s3cret"))]))
         // The keychain actor suspends the interceptor, so the attempt goes on on the actor's
-        // thread: the test waits for the delegate's events (no sleep, no virtual time involved).
+        // thread: the test awaits the delegate's events (no sleep, and no blocked thread of the
+        // cooperative pool, which the actor needs).
         let recorder = EventRecorder()
-        let retried = DispatchSemaphore(value: 0)
-        let ended = DispatchSemaphore(value: 0)
-        recorder.onEvent = { line in
-            if line.hasSuffix(" retry 1.0") { retried.signal() }
-            if line.hasSuffix(" finished") || line.contains(" failed ") { ended.signal() }
-        }
+        let (events, signal) = AsyncStream<String>.makeStream()
+        recorder.onEvent = { line in signal.yield(line) }
         api.delegate = recorder
+        var lines = events.makeAsyncIterator()
         let task = api.send(ProfileRequest())
-        #expect(retried.wait(timeout: .now() + 10) == .success)
+        while let line = await lines.next(), !line.hasSuffix(" retry 1.0") {}
         clock.advance(by: 1)
-        #expect(ended.wait(timeout: .now() + 10) == .success)
+        while let line = await lines.next(), !line.hasSuffix(" finished"), !line.contains(" failed ") {}
         #expect(task.attemptCount == 2)
         #expect(recorder.events(of: task) == ["start 1", "retry 1.0", "start 2", "finished"])
         #expect(
