@@ -40,7 +40,7 @@ let package = Package(
             path: "Sources/WorkQueue"
         ),
         // Instructions per task of the scheduler with and without interceptors, an authentication
-        // and default headers (count with valgrind --tool=callgrind; see README "Benchmarks").
+        // and default headers (count with valgrind --tool=callgrind; see Benchmarks/README.md).
         .executableTarget(
             name: "SendCost",
             dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],

@@ -2,7 +2,7 @@
 // Coverage-guided fuzz targets (libFuzzer) for everything APIManagerKit parses from outside.
 // A package of its own, so the library keeps no dependency and no fuzzer flags. Each target is a
 // static library defining `LLVMFuzzerTestOneInput`; Scripts/fuzz.sh builds them with
-// `-sanitize=fuzzer` and links each with libFuzzer's own `main` (see README.md, "Fuzzing").
+// `-sanitize=fuzzer` and links each with libFuzzer's own `main` (see CONTRIBUTING.md, "Fuzzing").
 import PackageDescription
 
 let targets = [

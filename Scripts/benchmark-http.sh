@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTTP benchmark of README.md: APIManagerKit (manager + URLSessionTransport) against raw
+# The HTTP benchmark of Benchmarks/README.md: APIManagerKit (manager + URLSessionTransport) against raw
 # URLSession, both fetching from nginx on 127.0.0.1 with keep-alive, in one run.
 # Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
 #   bash Scripts/benchmark-http.sh [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN]

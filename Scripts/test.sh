@@ -8,6 +8,9 @@ echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift \
     Fuzz/Sources Fuzz/Package.swift
 
+echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
+bash Scripts/docs.sh
+
 log=$(mktemp)
 trap 'rm -f "$log" "$log.count"; bash Scripts/integration-server.sh stop' EXIT
 
@@ -58,7 +61,7 @@ if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     exit 1
 fi
 
-echo "== Benchmarks: build only, so they keep compiling (run them as README.md says)"
+echo "== Benchmarks: build only, so they keep compiling (run them as Benchmarks/README.md says)"
 swift build --package-path Benchmarks
 
 # The unit tests and the integration tests run as separate processes: the unit suite's stress tests

@@ -9,7 +9,7 @@ import FoundationNetworking
 /// refresh until the test releases it.
 ///
 /// Credentials are sent as `Authorization: Bearer <accessToken>`, and a `401` refuses them (the
-/// ``APIAuthenticator`` defaults). Each refresh answers with the next scripted reply, the last one
+/// `APIAuthenticator` defaults). Each refresh answers with the next scripted reply, the last one
 /// repeating; without a script, refresh `n` returns `APICredential(accessToken: "token-n",
 /// refreshToken: "refresh-n")`.
 ///

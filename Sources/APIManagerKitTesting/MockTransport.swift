@@ -19,12 +19,14 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
     /// One scripted answer.
     public struct Reply: Sendable {
+        /// The response, or the error the transport fails with.
         public var result: Result<APIRawResponse, URLError>
         /// Seconds on the transport's clock before the reply arrives. `0` unless set.
         public var latency: TimeInterval = 0
         /// Whether the reply waits for ``MockTransport/release(path:with:)``. `false` unless set.
         public var isHeld = false
 
+        /// A reply; use the static builders (`status`, `json`, `failure`) and `after`/`held`.
         public init(result: Result<APIRawResponse, URLError>, latency: TimeInterval = 0, isHeld: Bool = false) {
             self.result = result
             self.latency = latency
@@ -65,17 +67,31 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
     /// What happened to one request.
     public struct Record: Sendable {
-        public enum Outcome: Sendable, Equatable { case pending, held, completed, cancelled }
+        /// Where the request stands.
+        public enum Outcome: Sendable, Equatable {
+            /// Waiting for its latency to pass.
+            case pending
+            /// Waiting to be released.
+            case held
+            /// Answered.
+            case completed
+            /// Cancelled before it was answered.
+            case cancelled
+        }
         /// 1 for the first request the transport saw, and so on.
         public let number: Int
+        /// The request as the transport received it.
         public let request: URLRequest
+        /// Where it stands now.
         public var outcome: Outcome
         /// The clock's time when the request arrived.
         public let sentAt: TimeInterval
         /// The clock's time when it completed or was cancelled.
         public var endedAt: TimeInterval?
 
+        /// The request's method (`GET` when unset).
         public var method: String { request.httpMethod ?? "GET" }
+        /// The path of the request's URL.
         public var path: String { request.url?.path ?? "" }
     }
 
@@ -112,7 +128,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
     /// The clock latencies are counted on.
     public let clock: any APIClock
 
-    /// - Parameter clock: where latencies are counted; a real ``DispatchClock`` unless given.
+    /// - Parameter clock: where latencies are counted; a real `DispatchClock` unless given.
     public init(clock: any APIClock = DispatchClock()) {
         self.clock = clock
     }
@@ -186,6 +202,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
     // MARK: APITransport
 
+    /// Answers from the script: at once, after the reply's latency, or when released.
     public func send(
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void

@@ -1,11 +1,11 @@
-// The code samples of README.md, compiled and run. Keep the two in step: a sample that changes
-// there changes here.
+// The code samples of README.md and of the DocC articles (Sources/APIManagerKit/APIManagerKit.docc),
+// compiled and run. Keep them in step: a sample that changes there changes here.
 import APIManagerKit
 import APIManagerKitTesting
 import Foundation
 import Testing
 
-// MARK: README "Describe an endpoint family"
+// MARK: README "A first manager", article "Getting started"
 
 struct CartItem: Codable, Sendable, Equatable {
     let sku: String
@@ -51,7 +51,7 @@ final class CartAPI: APIManager {
     }
 }
 
-// MARK: README "The seed's envelope"
+// MARK: article "Getting started", "Envelope responses"
 
 struct WeatherEnvelope: APIEnvelopeResponse {
     let temperature: Double
@@ -65,7 +65,7 @@ struct WeatherEnvelope: APIEnvelopeResponse {
     }
 }
 
-// MARK: README "Retry"
+// MARK: article "Retry and deadlines"
 
 final class PatientAPI: APIManager {
     typealias Request = CartRequest
@@ -80,7 +80,7 @@ final class PatientAPI: APIManager {
     }
 }
 
-// MARK: README "Testing with MockTransport and TestClock"
+// MARK: article "Testing with MockTransport and TestClock"
 
 final class CartScreen: CartAPIDelegate, @unchecked Sendable {
     var carts: [Cart] = []
@@ -110,7 +110,7 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
     #expect(transport.records.map(\.sentAt) == [0, 0.3])
 }
 
-// MARK: README "Response cache"
+// MARK: article "Response cache"
 
 struct Feed: APIResponse, Decodable {
     let posts: [String]
@@ -144,7 +144,7 @@ let otherOptions: [FeedRequest] = [
 
 // MARK: Checks of the samples themselves
 
-@Suite("README samples")
+@Suite("README and article samples")
 struct CodeSamplesTests {
     @Test func theFeedSampleShowsTheStoredFeedThenTheNetworks() async throws {
         let clock = TestClock()

@@ -1,4 +1,4 @@
-// The "Talking HTTP" samples of README.md, compiled and checked. Keep the two in step.
+// The samples of the DocC article "Talking HTTP", compiled and checked. Keep the two in step.
 import APIManagerKit
 import APIManagerKitTesting
 import Foundation
@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-// MARK: README "Parameters"
+// MARK: article "Talking HTTP", "Parameters"
 
 struct ItemsRequest: APIRequest {
     let url = URL(string: "https://shop.example.com/api")!
@@ -57,7 +57,7 @@ struct SignedRequest: APIRequest {
     }
 }
 
-// MARK: README "Responses"
+// MARK: article "Talking HTTP", "Responses"
 
 struct Product: Decodable, Sendable {
     let name: String
@@ -96,7 +96,7 @@ final class ProblemAPI: APIManager {
     }
 }
 
-@Suite("README: Talking HTTP")
+@Suite("Article samples: Talking HTTP")
 struct HTTPCodeSamplesTests {
     @Test func theItemsRequestFillsItsTemplateAndQuery() throws {
         let url = try ItemsRequest(store: "lisbon centre", query: "desk lamp").resolvedURL()

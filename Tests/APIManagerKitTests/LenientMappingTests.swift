@@ -215,7 +215,7 @@ struct LenientMappingTests {
     }
 }
 
-// MARK: README "Lenient mapping of loosely typed JSON"
+// MARK: article "Talking HTTP", "Lenient mapping of loosely typed JSON"
 
 struct ReadmeProfile: APIResponse, APIMappable {  // built from the body's JSON through init(map:)
     let name: String

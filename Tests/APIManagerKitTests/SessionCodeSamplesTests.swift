@@ -1,5 +1,5 @@
-// The code samples of README.md "Sessions: default headers, interceptors, authentication", compiled
-// and run. Keep the two in step: a sample that changes there changes here.
+// The code samples of the DocC article "Sessions: default headers, interceptors, authentication",
+// compiled and run. Keep the two in step: a sample that changes there changes here.
 import APIManagerKit
 import APIManagerKitTesting
 import Foundation
@@ -82,7 +82,7 @@ final class ProfileAPI: APIManager {
 
 typealias OrdersAPI = ProfileAPI
 
-@Suite("README samples: sessions")
+@Suite("Article samples: sessions")
 struct SessionCodeSamplesTests {
     @Test func theDefaultHeadersSampleAddsAKeyReplacesTheAgentAndRemovesTheLanguage() {
         let apiKey = "k-123"

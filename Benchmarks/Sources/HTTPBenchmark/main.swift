@@ -1,6 +1,6 @@
 // Requests per second, CPU per request and memory of APIManagerKit (manager + URLSessionTransport)
 // side by side with raw URLSession, against a keep-alive server on loopback. Scripts/benchmark-http.sh
-// starts nginx and runs this; see README.md, "Benchmarks".
+// starts nginx and runs this; see Benchmarks/README.md.
 import APIManagerKit
 import Dispatch
 import Foundation

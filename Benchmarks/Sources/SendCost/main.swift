@@ -2,7 +2,7 @@
 // in five set-ups: as before interceptors existed (no default headers), with the standard default
 // headers, with one adapter that returns its input, with one interceptor that adapts and inspects
 // without changing anything, and with an authentication. Count the
-// instructions of two runs with valgrind and take the slope (see README "Benchmarks"):
+// instructions of two runs with valgrind and take the slope (see Benchmarks/README.md):
 //
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 1000
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 3000

@@ -42,6 +42,7 @@ public final class APIAuthentication: @unchecked Sendable {
         /// The window, in seconds of the authentication's clock. `60` unless set.
         public var window: TimeInterval
 
+        /// A limit of `maxRefreshes` refreshes per `window` seconds.
         public init(maxRefreshes: Int = 3, window: TimeInterval = 60) {
             self.maxRefreshes = maxRefreshes
             self.window = window

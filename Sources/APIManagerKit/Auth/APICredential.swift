@@ -10,6 +10,7 @@ public struct APICredential: Sendable, Hashable {
     /// Other values kept with the tokens (a user identifier, a token type, an expiry date).
     public var values: [String: String]
 
+    /// A credential; `refreshToken` and `values` are empty unless given.
     public init(accessToken: String, refreshToken: String? = nil, values: [String: String] = [:]) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken

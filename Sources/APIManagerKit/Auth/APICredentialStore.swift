@@ -18,6 +18,7 @@ public final class APIInMemoryCredentialStore: APICredentialStore, @unchecked Se
     private let lock = Lock()
     private var table: [String: [String: String]] = [:]
 
+    /// An empty store.
     public init() {}
 
     public func headers(forOrigin origin: String) -> [String: String] {
@@ -40,6 +41,7 @@ public final class APIInMemoryCredentialStore: APICredentialStore, @unchecked Se
 /// that fails keeps the headers in memory and records the failure in ``lastWriteError``.
 public final class APIFileCredentialStore: APICredentialStore, @unchecked Sendable {
     // @unchecked: `table` and `writeError` are read and written only while holding `lock`.
+    /// The file the headers are kept in.
     public let fileURL: URL
     private let lock = Lock()
     private var table: [String: [String: String]]

@@ -18,6 +18,7 @@ public struct APIPersistedHeaders: Sendable {
     /// Where the captured values live. A new ``APIInMemoryCredentialStore`` unless given.
     public var store: any APICredentialStore
 
+    /// Headers to capture and send back, kept in `store`.
     public init(
         names: [String] = ["access-token", "client", "uid"],
         store: any APICredentialStore = APIInMemoryCredentialStore()

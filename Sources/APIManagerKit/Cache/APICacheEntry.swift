@@ -4,10 +4,12 @@ import Foundation
 public struct APICacheEntry: Sendable, Hashable, Codable {
     /// The full key it was stored under, compared on every read.
     public let key: APICacheKey
+    /// The stored response, headers and body as received.
     public var response: APIRawResponse
     /// When the response was stored or last revalidated.
     public var storedAt: Date
 
+    /// An entry holding `response` for `key`, stored at `storedAt`.
     public init(key: APICacheKey, response: APIRawResponse, storedAt: Date) {
         self.key = key
         self.response = response
@@ -30,7 +32,13 @@ public struct APICacheEntry: Sendable, Hashable, Codable {
 /// What the cache did, for logging. Delivered to ``APIResponseCache/eventHandler`` on the thread
 /// that caused it, without any lock held.
 public enum APICacheEvent: Sendable, Equatable {
-    public enum Tier: String, Sendable { case memory, disk }
+    /// Which tier of the cache.
+    public enum Tier: String, Sendable {
+        /// The in-memory tier.
+        case memory
+        /// The on-disk tier.
+        case disk
+    }
 
     /// A stored response was found.
     case hit(APICacheKey, Tier)

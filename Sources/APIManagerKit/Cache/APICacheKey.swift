@@ -8,6 +8,7 @@ import FoundationNetworking
 /// body, and a partition for the caller's identity. The whole key is stored with each entry and
 /// compared on every read, so two keys whose hashes collide are a miss, never a wrong answer.
 public struct APICacheKey: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The request method, upper-cased (`GET`).
     public var method: String
     /// The absolute URL, query included, exactly as sent.
     public var url: String
@@ -16,6 +17,7 @@ public struct APICacheKey: Hashable, Sendable, Codable, CustomStringConvertible 
     /// Whose response this is (a user ID, an account); `""` when shared.
     public var partition: String
 
+    /// A key from its parts; ``APIResponseCache`` makes keys from requests itself.
     public init(method: String, url: String, bodyDigest: String = "", partition: String = "") {
         self.method = method.uppercased()
         self.url = url

@@ -30,6 +30,8 @@ public enum APIResponseSource: String, Sendable, Hashable {
 
 /// A response together with where it came from, as yielded by ``APIManager/responses(for:)``.
 public struct APISourcedResponse<Response: APIResponse>: Sendable {
+    /// The response.
     public let response: Response
+    /// Where it came from: the cache, the network, or the cache confirmed by a `304`.
     public let source: APIResponseSource
 }

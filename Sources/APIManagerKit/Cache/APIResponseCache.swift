@@ -27,6 +27,7 @@ public final class APIResponseCache: @unchecked Sendable {
         /// Whether a new cache loads the newest files into memory, up to its budget. `true` unless set.
         public var warmsMemory: Bool
 
+        /// Disk settings; each default is given with its property.
         public init(
             directory: URL? = nil, budget: Int = 50 << 20, maxAge: TimeInterval = 7 * 24 * 3600,
             warmsMemory: Bool = true

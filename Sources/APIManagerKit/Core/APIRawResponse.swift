@@ -10,6 +10,7 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
     public var url: URL?
     private var headerStorage: HeaderStorage
 
+    /// A response from its parts, as a transport (or a test) makes one.
     public init(statusCode: Int, headers: [String: String] = [:], body: Data = Data(), url: URL? = nil) {
         self.init(statusCode: statusCode, headerStorage: .fields(headers), body: body, url: url)
     }

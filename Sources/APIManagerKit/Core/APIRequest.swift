@@ -85,6 +85,7 @@ extension APIRequest {
     public var path: String { "" }
     public var method: HTTPMethod { .get }
     public var headers: [String: String] { [:] }
+    /// No parameters unless overridden.
     public var parameters: APIParameters { .none }
     public var bodyEncoding: APIBodyEncoding { .json }
     public var queryEncoding: APIQueryEncoding { .default }
@@ -113,10 +114,12 @@ extension APIRequest where Self: Encodable {
 
 /// A request body: bytes and the media type that describes them.
 public struct APIRequestBody: Sendable, Hashable {
+    /// The encoded bytes.
     public var data: Data
     /// Sent as `Content-Type` unless the request's headers already name one.
     public var contentType: String?
 
+    /// A body of `data`, sent with `contentType` as its `Content-Type` unless the request sets one.
     public init(data: Data, contentType: String? = nil) {
         self.data = data
         self.contentType = contentType

@@ -49,6 +49,7 @@ extension APIResponse where Self: Decodable {
 
 /// A response that carries nothing: accepts any acceptable status and any body.
 public struct APIEmptyResponse: APIResponse, Hashable {
+    /// The empty response.
     public init() {}
     public init(from raw: APIRawResponse) throws {}
 }
@@ -87,6 +88,7 @@ public protocol APIEnvelopeResponse: APIResponse {
 /// Why an envelope could not be read.
 public struct APIEnvelopeError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String
+    /// An error that says `description`.
     public init(_ description: String) { self.description = description }
 }
 

@@ -7,13 +7,21 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
     public init(stringLiteral value: String) { self.init(rawValue: value) }
 
+    /// `GET`: idempotent.
     public static let get: HTTPMethod = "GET"
+    /// `HEAD`: idempotent.
     public static let head: HTTPMethod = "HEAD"
+    /// `POST`: not idempotent.
     public static let post: HTTPMethod = "POST"
+    /// `PUT`: idempotent.
     public static let put: HTTPMethod = "PUT"
+    /// `PATCH`: not idempotent.
     public static let patch: HTTPMethod = "PATCH"
+    /// `DELETE`: idempotent.
     public static let delete: HTTPMethod = "DELETE"
+    /// `OPTIONS`: idempotent.
     public static let options: HTTPMethod = "OPTIONS"
+    /// `TRACE`: idempotent.
     public static let trace: HTTPMethod = "TRACE"
 
     /// Whether sending the request twice has the same effect as sending it once (RFC 9110 §9.2.2):

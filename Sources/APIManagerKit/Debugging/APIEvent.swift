@@ -13,6 +13,7 @@ import FoundationNetworking
 /// // ← 200 GET https://api.example.com/items?page=2 in 42.1 ms, 1832 bytes (task 7, attempt 1)
 /// ```
 public struct APIEvent: Sendable, CustomStringConvertible {
+    /// What happened to the attempt.
     public enum Kind: Sendable {
         /// The request was handed to the transport.
         case started
@@ -21,6 +22,7 @@ public struct APIEvent: Sendable, CustomStringConvertible {
         case finished(Result<APIRawResponse, APIError>)
     }
 
+    /// What happened.
     public let kind: Kind
     /// The task's ``AnyAPITask/identifier``.
     public let taskIdentifier: UInt64

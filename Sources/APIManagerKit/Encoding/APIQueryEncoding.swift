@@ -41,6 +41,7 @@ public struct APIQueryEncoding: Sendable, Hashable {
     /// `.dropKey` unless set.
     public var nulls: NullEncoding
 
+    /// An encoding; each default is given with its property.
     public init(arrays: ArrayEncoding = .brackets, bools: BoolEncoding = .literal, nulls: NullEncoding = .dropKey) {
         self.arrays = arrays
         self.bools = bools

@@ -5,11 +5,17 @@ import Foundation
 /// Write values as literals: `["q": "swift", "page": 2, "tags": ["a", "b"], "filter": ["min": 1]]`.
 /// An `Encodable` value converts with ``init(encoding:encoder:)``.
 public enum APIValue: Sendable, Hashable {
+    /// A string.
     case string(String)
+    /// A whole number.
     case int(Int)
+    /// A number with a fraction.
     case double(Double)
+    /// `true` or `false`.
     case bool(Bool)
+    /// An array of values.
     case array([APIValue])
+    /// An object: values by key.
     case object([String: APIValue])
     /// An explicit null: `null` in JSON; in a query or form, what ``APIQueryEncoding/NullEncoding`` says
     /// (dropped unless set otherwise).

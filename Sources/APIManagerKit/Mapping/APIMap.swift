@@ -28,6 +28,7 @@ public struct APIMap: Sendable {
     /// The key path of ``root`` in the document it came from (for nested maps); empty at the top.
     public let keyPath: String
 
+    /// A map of `root`; `keyPath` is where `root` sits in its document, for errors.
     public init(_ root: APIValue, dateFormat: APIDateFormat = .automatic, keyPath: String = "") {
         self.root = root
         self.dateFormat = dateFormat
@@ -102,9 +103,12 @@ public struct APIMap: Sendable {
 
 /// Where a conversion happens: the full key path, for errors, and how dates are read.
 public struct APIMapContext: Sendable {
+    /// The full key path of the value being converted.
     public let keyPath: String
+    /// How dates are read.
     public let dateFormat: APIDateFormat
 
+    /// A context at `keyPath`.
     public init(keyPath: String, dateFormat: APIDateFormat = .automatic) {
         self.keyPath = keyPath
         self.dateFormat = dateFormat
@@ -124,10 +128,12 @@ public struct APIMapContext: Sendable {
 /// A type built from an ``APIMap`` (nested objects, or a whole response). A response type that is
 /// `APIMappable` is built from its body's JSON.
 public protocol APIMappable: APILenientValue {
+    /// Reads the type's properties from `map`; throw the ``APIMappingError`` a read gives.
     init(map: APIMap) throws(APIMappingError)
 }
 
 extension APIMappable {
+    /// Builds the type from an object, through ``init(map:)`` with a map rooted at the object.
     public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Self {
         guard case .object = value else { throw context.mismatch("an object (\(Self.self))", value) }
         return try Self(map: APIMap(value, dateFormat: context.dateFormat, keyPath: context.keyPath))

@@ -8,6 +8,7 @@ public struct APIMappingError: Error, Sendable, Hashable, CustomStringConvertibl
     /// What the JSON held there (`the string "abc"`, `null`, `nothing`).
     public let found: String
 
+    /// An error at `keyPath`.
     public init(keyPath: String, expected: String, found: String) {
         self.keyPath = keyPath
         self.expected = expected

@@ -13,8 +13,10 @@
 /// (`items.0.price`). Dates are read as ``APIDateFormat/automatic``.
 @propertyWrapper
 public struct Lenient<Value: APILenientValue>: Decodable {
+    /// The converted value.
     public var wrappedValue: Value
 
+    /// A property holding `wrappedValue`.
     public init(wrappedValue: Value) {
         self.wrappedValue = wrappedValue
     }

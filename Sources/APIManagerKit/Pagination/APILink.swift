@@ -15,6 +15,7 @@ public struct APILink: Sendable, Hashable {
     /// without a value maps to `""`.
     public let parameters: [String: String]
 
+    /// A link from its parts.
     public init(target: URL, relations: [String], parameters: [String: String] = [:]) {
         self.target = target
         self.relations = relations

@@ -7,6 +7,7 @@ public protocol APIRandomSource: Sendable {
 
 /// The system's random number generator.
 public struct SystemRandomSource: APIRandomSource {
+    /// The system's generator.
     public init() {}
     public func nextUnitInterval() -> Double { Double.random(in: 0..<1) }
 }

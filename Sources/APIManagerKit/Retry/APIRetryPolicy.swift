@@ -41,12 +41,15 @@ public struct APIRetryPolicy: Sendable, Hashable {
         case full
     }
 
+    /// `408`, `429`, `500`, `502`, `503` and `504`.
     public static let defaultRetryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504]
+    /// Timeouts and lost, refused or absent connections and hosts.
     public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
         .timedOut, .cannotFindHost, .cannotConnectToHost, .networkConnectionLost, .dnsLookupFailed,
         .notConnectedToInternet,
     ]
 
+    /// A policy; each default is given with its property.
     public init(
         maxAttempts: Int = 3,
         baseDelay: TimeInterval = 0.5,
@@ -90,6 +93,9 @@ public struct APIRetryPolicy: Sendable, Hashable {
     /// The delay before the attempt after `attempt` (1 for the first), or `nil` to give up.
     ///
     /// - Parameters:
+    ///   - attempt: the attempt that failed, 1 for the first.
+    ///   - error: how it failed.
+    ///   - method: the request's method (non-idempotent ones are retried only when opted in).
     ///   - randomUnit: a number in `0..<1` from an ``APIRandomSource``, used by `.full` jitter.
     ///   - now: the current date, to turn an HTTP-date `Retry-After` into a delay.
     public func delay(

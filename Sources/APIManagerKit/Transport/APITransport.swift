@@ -11,6 +11,7 @@ import FoundationNetworking
 /// may call it or not; the engine drops any late call). It may call it on any thread, even before
 /// ``send(_:completion:)`` returns.
 public protocol APITransport: Sendable {
+    /// Sends a request and calls `completion` with the raw response or the error.
     func send(
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
@@ -44,6 +45,7 @@ public struct APITransportOptions: Sendable, Hashable {
     /// stops the transfer and fails with ``APIError/responseTooLarge(limit:)``. `nil` for no limit.
     public var maxResponseBodySize: Int?
 
+    /// Options; none unless given.
     public init(sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize

@@ -69,6 +69,7 @@ public final class URLSessionTransport: APITransport {
         session.finishTasksAndInvalidate()
     }
 
+    /// Sends a request with its session (see the type's description).
     public func send(
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
