@@ -8,6 +8,7 @@ import PackageDescription
 let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
+    "FuzzLenientMapping",
 ]
 
 let package = Package(

@@ -84,7 +84,9 @@ struct PolicyIntegrationTests {
     @Test func defaultRequestsRunSideBySide() async throws {
         let group = UUID().uuidString
         let (client, ends) = clientWithEnds(APIRawResponse.self)
-        let tasks = (1...3).map { client.send(tracked(group, "r\($0)", .default, delay: 0.5)) }
+        // 1.5 s on the server: long enough that a busy machine (this suite runs beside the others,
+        // under ThreadSanitizer too) still gets all three there before the first ends.
+        let tasks = (1...3).map { client.send(tracked(group, "r\($0)", .default, delay: 1.5)) }
         for task in tasks { await ends.waitForEnd(of: task) }
         let log = try await serverLog(group)
         #expect(log.count == 3)

@@ -167,3 +167,41 @@ struct PaginationIntegrationTests {
         #expect(url.query == "page=1&loop=2")
     }
 }
+
+@Suite("Integration: lenient mapping of a real body", .enabled(if: Server.isAvailable, Server.skipReason))
+struct LenientMappingIntegrationTests {
+    /// httpbin echoes query values as strings: mapped leniently into typed values.
+    struct Echo: APIResponse, APIMappable {
+        let count: Int
+        let flag: Bool
+        let price: Double
+        let missing: Int?
+        let url: URL
+        init(map: APIMap) throws(APIMappingError) {
+            count = try map.value("args.count")
+            flag = try map.value("args.flag")
+            price = try map.value("args.price")
+            missing = try map.value("args.missing")
+            url = try map.value("url")
+        }
+    }
+
+    @Test func stringsFromTheServerBecomeTypedValues() async throws {
+        let request = HTTPRequest("anything", parameters: .query(["count": "3", "flag": "1", "price": "9.5"]))
+        let echo = try await Client<Echo>().response(for: request)
+        #expect(echo.count == 3 && echo.flag && echo.price == 9.5 && echo.missing == nil)
+        #expect(echo.url.path == "/anything")
+    }
+
+    @Test func aValueThatDoesNotConvertIsADecodingErrorNamingItsKeyPath() async throws {
+        let request = HTTPRequest("anything", parameters: .query(["count": "many", "flag": "1", "price": "1"]))
+        let error = await failure { () async throws(APIError) in try await Client<Echo>().response(for: request) }
+        guard case .decoding(let underlying as APIMappingError, let response)? = error else {
+            Issue.record("expected a decoding error, got \(String(describing: error))")
+            return
+        }
+        #expect(underlying.keyPath == "args.count")
+        #expect(underlying.found == #"the string "many""#)
+        #expect(response.statusCode == 200)
+    }
+}
