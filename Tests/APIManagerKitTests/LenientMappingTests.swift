@@ -177,7 +177,7 @@ struct LenientMappingTests {
     }
 
     @Test func randomJSONNeverCrashesAndEveryFailureIsAMappingError() {
-        var generator = SplitMix(seed: 42)
+        var generator = SplitMix64(state: 42)
         func randomValue(depth: Int) -> APIValue {
             switch generator.next() % (depth > 3 ? 5 : 7) {
             case 0: return .null

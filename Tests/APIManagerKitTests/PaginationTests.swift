@@ -61,7 +61,7 @@ struct LinkHeaderTests {
     }
 
     @Test func randomInputNeverCrashes() {
-        var generator = SplitMix(seed: 8288)
+        var generator = SplitMix64(state: 8288)
         let alphabet = Array(#"<>;,="\ \#trelnxt:/?.ab1"#.unicodeScalars) + ["é", "\u{0}", "\u{10FFFF}"]
         for _ in 0..<5_000 {
             let length = Int(generator.next() % 80)
@@ -70,19 +70,6 @@ struct LinkHeaderTests {
             let links = APILink.parse(String(text), relativeTo: URL(string: "https://base.test/x"))
             #expect(links.allSatisfy { $0.target.scheme != nil })
         }
-    }
-}
-
-/// A deterministic random source for generated inputs.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
