@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift \
-    Fuzz/Sources Fuzz/Package.swift
+    Fuzz/Sources Fuzz/Package.swift Transports/AsyncHTTPClient/Sources Transports/AsyncHTTPClient/Package.swift \
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift
 
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh
@@ -96,6 +97,18 @@ total=$((total + $(cat "$log.count")))
 echo "== Integration tests under ThreadSanitizer"
 run_tests swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter APIManagerKitIntegrationTests
 total=$((total + $(cat "$log.count")))
+
+echo "== AsyncHTTPClient transport: its package built, and the same integration suite run on it"
+# The adapter package (Transports/AsyncHTTPClient) depends on async-http-client and SwiftNIO; its
+# first build takes about 3 minutes on 2 cores. Its test target is the integration suite above,
+# shared through a link, with TransportUnderTest naming AsyncHTTPClientTransport.
+swift build --package-path Transports/AsyncHTTPClient --build-tests
+run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build
+total=$((total + $(cat "$log.count")))
+if skipped_integration; then
+    echo "the integration suite was skipped on AsyncHTTPClientTransport although the server was started" >&2
+    exit 1
+fi
 
 echo "== Fuzzing: every target for 30 s from its committed corpus (a crash fails the run)"
 bash Scripts/fuzz.sh 30

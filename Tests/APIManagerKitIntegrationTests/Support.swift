@@ -67,13 +67,13 @@ final class Client<Response: APIResponse>: APIManager {
     typealias Request = HTTPRequest
     let engine: APIEngine
     init(_ engine: APIEngine) { self.engine = engine }
-    convenience init(transport: URLSessionTransport = Shared.transport, persisted: APIPersistedHeaders? = nil) {
+    convenience init(transport: any APITransport = Shared.transport, persisted: APIPersistedHeaders? = nil) {
         self.init(APIEngine(transport: transport, delivery: .immediate, persistedHeaders: persisted))
     }
 }
 
 enum Shared {
-    static let transport = URLSessionTransport()
+    static let transport = TransportUnderTest.make()
 }
 
 /// The error a call failed with, or nil when it succeeded.

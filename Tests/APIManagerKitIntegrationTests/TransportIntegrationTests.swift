@@ -9,7 +9,7 @@ import FoundationNetworking
 @Suite("Integration: transport", .enabled(if: Server.isAvailable, Server.skipReason))
 struct TransportIntegrationTests {
     @Test func cancellingATaskCancelsTheRequestAndEndsAsCancelled() async throws {
-        let transport = URLSessionTransport()
+        let transport = TransportUnderTest.make()
         let client = Client<Echoed>(transport: transport)
         let started = Date()
         let task = client.send(HTTPRequest("delay/10"))
@@ -20,7 +20,7 @@ struct TransportIntegrationTests {
             Issue.record("expected cancelled, got \(task.state)")
             return
         }
-        // The URLSession task ends too: the transport lets go of it well before the server answers.
+        // The transport's request ends too: it lets go of it well before the server answers.
         while transport.requestsInFlight > 0, Date().timeIntervalSince(started) < 6 {
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -47,7 +47,7 @@ struct TransportIntegrationTests {
     }
 
     @Test func cancellingAFinishedRequestDoesNothing() async throws {
-        let transport = URLSessionTransport()
+        let transport = TransportUnderTest.make()
         // Whether the request has ended, and who waits for it: one lock for both, so neither is missed.
         let state = Locked<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
         let handle = transport.send(URLRequest(url: Server.url.appendingPathComponent("get"))) { _ in
@@ -116,14 +116,14 @@ struct TransportIntegrationTests {
 
     @Test func connectionsAreReused() async throws {
         struct Connection: APIResponse, Decodable { let port: Int }
-        let client = Client<Connection>(transport: URLSessionTransport())
+        let client = Client<Connection>(transport: TransportUnderTest.make())
         var ports: Set<Int> = []
         for _ in 0..<5 { ports.insert(try await client.response(for: HTTPRequest("fixture/connection")).port) }
         #expect(ports.count == 1)
     }
 
     @Test func theTransportKeepsNothingAfterRequestsEnd() async throws {
-        let transport = URLSessionTransport()
+        let transport = TransportUnderTest.make()
         let client = Client<APIRawResponse>(transport: transport)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<200 {

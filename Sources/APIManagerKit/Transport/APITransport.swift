@@ -69,3 +69,21 @@ extension APITransport {
         send(request, sensitiveHeaders: options.sensitiveHeaders, completion: completion)
     }
 }
+
+extension APITransportOptions {
+    /// The request to send when the server redirects a request whose URL was `originalURL` to
+    /// `redirected`: every credential header (see ``sensitiveHeaders`` and the one credential rule:
+    /// `Authorization`, `Proxy-Authorization`, `Cookie`, and names containing `token`, `secret`,
+    /// `password`, `api-key`, `apikey`, `auth` or `session`) is dropped when the redirect leaves the
+    /// original origin (scheme, host and port). ``URLSessionTransport`` follows this rule; a transport
+    /// that follows redirects itself calls it for each hop, so every transport strips alike.
+    public func redirectRequest(_ redirected: URLRequest, from originalURL: URL?) -> URLRequest {
+        guard Origin(originalURL) != Origin(redirected.url) else { return redirected }
+        var stripped = redirected
+        for name in (redirected.allHTTPHeaderFields ?? [:]).keys
+        where CredentialHeaders.isCredential(name, marked: sensitiveHeaders) {
+            stripped.setValue(nil, forHTTPHeaderField: name)
+        }
+        return stripped
+    }
+}

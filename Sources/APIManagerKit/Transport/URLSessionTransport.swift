@@ -217,16 +217,12 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
     ) {
-        guard let record = record(for: task), Origin(record.requestURL) != Origin(request.url) else {
+        guard let record = record(for: task) else {
             completionHandler(request)
             return
         }
-        var redirected = request
-        for name in (redirected.allHTTPHeaderFields ?? [:]).keys
-        where CredentialHeaders.isCredential(name, marked: record.sensitiveHeaders) {
-            redirected.setValue(nil, forHTTPHeaderField: name)
-        }
-        completionHandler(redirected)
+        let options = APITransportOptions(sensitiveHeaders: record.sensitiveHeaders)
+        completionHandler(options.redirectRequest(request, from: record.requestURL))
     }
 
     func urlSession(

@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// APIManagerKit's transport on AsyncHTTPClient, as a package of its own so that the library keeps
+// zero dependencies. It depends on APIManagerKit by relative path and can move to a repository of
+// its own by replacing that path with a URL.
+import PackageDescription
+
+let package = Package(
+    name: "APIManagerKitAsyncHTTPClient",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    products: [
+        .library(name: "APIManagerKitAsyncHTTPClient", targets: ["APIManagerKitAsyncHTTPClient"])
+    ],
+    dependencies: [
+        .package(name: "APIManagerKit", path: "../.."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        .target(
+            name: "APIManagerKitAsyncHTTPClient",
+            dependencies: [
+                .product(name: "APIManagerKit", package: "APIManagerKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+        // APIManagerKit's integration suite (linked as `Shared`), run on this transport against the
+        // server Scripts/test.sh starts; skipped without it.
+        .testTarget(
+            name: "APIManagerKitAsyncHTTPClientTests",
+            dependencies: [
+                "APIManagerKitAsyncHTTPClient", .product(name: "APIManagerKit", package: "APIManagerKit"),
+            ],
+            exclude: ["Shared/TransportUnderTest.swift", "Shared/README.md"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

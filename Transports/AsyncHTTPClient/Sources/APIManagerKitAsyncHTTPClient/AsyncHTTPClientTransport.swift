@@ -1,0 +1,290 @@
+import APIManagerKit
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import NIOPosix
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An ``APIManagerKit/APITransport`` on swift-server's AsyncHTTPClient (SwiftNIO), for servers and
+/// command-line tools on Linux, where it costs a fraction of FoundationNetworking's `URLSession`.
+///
+/// - It follows redirects itself (up to ``maxRedirects``), applying APIManagerKit's one credential
+///   rule at each hop (`APITransportOptions.redirectRequest(_:from:)`): credentials never follow a
+///   redirect to another origin. A `303`, and a `301` or `302` answering a `POST`, continue as a
+///   `GET` without a body.
+/// - gzip and deflate bodies are decompressed; the per-request body limit counts decompressed bytes
+///   and stops the transfer with `APIError.responseTooLarge(limit:)`.
+/// - The request's `timeoutInterval` bounds the whole attempt, redirects included
+///   (`URLError(.timedOut)`).
+/// - Failures are mapped to the `URLError` codes the retry rules read: `.timedOut`,
+///   `.cannotConnectToHost`, `.cannotFindHost`, `.networkConnectionLost`, `.cancelled`, `.badURL`.
+/// - Cancelling the handle cancels the request.
+public final class AsyncHTTPClientTransport: APITransport, Sendable {
+    /// The client requests go through.
+    public let client: HTTPClient
+    private let ownsClient: Bool
+    /// The most redirects one request follows; past it the last `3xx` response is returned.
+    public let maxRedirects: Int
+    private let inFlight = NIOLockedValueBox(0)
+
+    /// The number of requests the transport still holds (for tests and leak checks): 0 once every
+    /// request has ended.
+    public var requestsInFlight: Int { inFlight.withLockedValue { $0 } }
+
+    func exchangeStarted() { inFlight.withLockedValue { $0 += 1 } }
+    func exchangeEnded() { inFlight.withLockedValue { $0 -= 1 } }
+
+    /// A transport with an `HTTPClient` of its own (on the shared event loop group), to be shut down
+    /// with ``shutdown()``. Its redirect setting is replaced by `.disallow` (the transport follows
+    /// redirects itself) and decompression is turned on.
+    public init(configuration: HTTPClient.Configuration = HTTPClient.Configuration(), maxRedirects: Int = 10) {
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .enabled(limit: .none)
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.ownsClient = true
+        self.maxRedirects = max(0, maxRedirects)
+    }
+
+    /// A transport on a client you own and shut down. Give it one whose redirect setting is
+    /// `.disallow`, or AsyncHTTPClient follows redirects before the credential rule can apply; turn
+    /// its decompression on for compressed bodies.
+    public init(client: HTTPClient, maxRedirects: Int = 10) {
+        self.client = client
+        self.ownsClient = false
+        self.maxRedirects = max(0, maxRedirects)
+    }
+
+    /// Shuts down the client the transport made (requests in flight fail); does nothing for a
+    /// borrowed client. Call it once, when no engine uses the transport any more; a transport
+    /// released without it shuts its client down in the background.
+    public func shutdown() async throws {
+        guard ownsClient,
+            shutDown.withLockedValue({ done in
+                defer { done = true }
+                return !done
+            })
+        else { return }
+        try await client.shutdown()
+    }
+
+    private let shutDown = NIOLockedValueBox(false)
+
+    deinit {
+        // AsyncHTTPClient stops a debug build whose client is released without a shutdown.
+        guard ownsClient, !shutDown.withLockedValue({ $0 }) else { return }
+        client.shutdown(queue: .global()) { _ in }
+    }
+
+    public func send(
+        _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        send(request, options: APITransportOptions(), completion: completion)
+    }
+
+    public func send(
+        _ request: URLRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        let exchange = Exchange(transport: self, original: request, options: options, completion: completion)
+        exchange.start()
+        return exchange
+    }
+}
+
+/// One request, its redirects included; also the handle that cancels it.
+final class Exchange: APICancellable, Sendable {
+    private struct State {
+        var task: HTTPClient.Task<APIRawResponse>?
+        var cancelled = false
+        var finished = false
+    }
+
+    private let transport: AsyncHTTPClientTransport
+    private let original: URLRequest
+    private let options: APITransportOptions
+    private let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
+    private let deadline: NIODeadline?
+    private let state = NIOLockedValueBox(State())
+
+    init(
+        transport: AsyncHTTPClientTransport, original: URLRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) {
+        self.transport = transport
+        self.original = original
+        self.options = options
+        self.completion = completion
+        let timeout = original.timeoutInterval
+        self.deadline =
+            timeout.isFinite && timeout > 0 && timeout < 1e9 ? .now() + .nanoseconds(Int64(timeout * 1e9)) : nil
+    }
+
+    func start() {
+        transport.exchangeStarted()
+        send(original, redirects: 0)
+    }
+
+    func cancel() {
+        let task = state.withLockedValue { state -> HTTPClient.Task<APIRawResponse>? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    private func send(_ request: URLRequest, redirects: Int) {
+        let converted: HTTPClient.Request
+        do {
+            converted = try Self.convert(request)
+        } catch {
+            finish(.failure(error))
+            return
+        }
+        let collector = BodyCollector(url: request.url, limit: options.maxResponseBodySize)
+        let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
+        let proceed = state.withLockedValue { state -> Bool in
+            guard !state.cancelled else { return false }
+            state.task = task
+            return true
+        }
+        if !proceed { task.cancel() }
+        task.futureResult.whenComplete { [self] result in
+            switch result {
+            case .success(let raw):
+                if let next = redirect(of: request, answeredBy: raw, after: redirects) {
+                    send(next, redirects: redirects + 1)
+                } else {
+                    finish(.success(raw))
+                }
+            case .failure(let error):
+                finish(.failure(Self.map(error)))
+            }
+        }
+    }
+
+    private func finish(_ result: Result<APIRawResponse, any Error>) {
+        let first = state.withLockedValue { state -> Bool in
+            defer { state.finished = true }
+            return !state.finished
+        }
+        if first {
+            transport.exchangeEnded()
+            completion(result)
+        }
+    }
+
+    /// The next request of a redirect, or `nil` to return the response as it is.
+    private func redirect(of request: URLRequest, answeredBy raw: APIRawResponse, after redirects: Int) -> URLRequest? {
+        guard [301, 302, 303, 307, 308].contains(raw.statusCode), redirects < transport.maxRedirects,
+            let location = raw.value(forHeader: "Location"),
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        var next = request
+        next.url = target
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        if raw.statusCode == 303 && method != "HEAD"
+            || (raw.statusCode == 301 || raw.statusCode == 302) && method == "POST"
+        {
+            next.httpMethod = "GET"
+            next.httpBody = nil
+            next.setValue(nil, forHTTPHeaderField: "Content-Type")
+            next.setValue(nil, forHTTPHeaderField: "Content-Length")
+        }
+        return options.redirectRequest(next, from: original.url)
+    }
+
+    static func convert(_ request: URLRequest) throws -> HTTPClient.Request {
+        guard let url = request.url else { throw URLError(.badURL) }
+        var headers = HTTPHeaders()
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
+        if headers["Accept-Encoding"].isEmpty { headers.add(name: "Accept-Encoding", value: "gzip, deflate") }
+        let method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod?.uppercased() ?? "GET")
+        do {
+            return try HTTPClient.Request(
+                url: url, method: method, headers: headers, body: request.httpBody.map { .bytes($0) })
+        } catch {
+            throw URLError(.badURL)
+        }
+    }
+
+    /// AsyncHTTPClient's and SwiftNIO's errors as the `URLError` codes the retry rules read; an
+    /// `APIError` (the body limit) as it is.
+    static func map(_ error: any Error) -> any Error {
+        if error is APIError || error is URLError { return error }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled: return URLError(.cancelled)
+            case .readTimeout, .writeTimeout, .deadlineExceeded, .connectTimeout, .getConnectionFromPoolTimeout,
+                .tlsHandshakeTimeout:
+                return URLError(.timedOut)
+            case .remoteConnectionClosed: return URLError(.networkConnectionLost)
+            case .invalidURL, .emptyHost, .emptyScheme: return URLError(.badURL)
+            default: return URLError(.unknown, userInfo: [NSUnderlyingErrorKey: error])
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            return error.dnsAError != nil || error.dnsAAAAError != nil && error.connectionErrors.isEmpty
+                ? URLError(.cannotFindHost) : URLError(.cannotConnectToHost)
+        }
+        // A body cut short (the connection closed before its announced length arrived).
+        if error is ChannelError || error is HTTPParserError { return URLError(.networkConnectionLost) }
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED { return URLError(.cannotConnectToHost) }
+        return URLError(.unknown, userInfo: [NSUnderlyingErrorKey: error])
+    }
+}
+
+/// Collects a response on its event loop: the head, then the body up to the limit.
+final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
+    // @unchecked: AsyncHTTPClient calls every method on the request's one event loop, in order.
+    typealias Response = APIRawResponse
+
+    private let url: URL?
+    private let limit: Int?
+    private var head: HTTPResponseHead?
+    private var body: ByteBuffer?
+
+    init(url: URL?, limit: Int?) {
+        self.url = url
+        self.limit = limit
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        self.head = head
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
+        var part = part
+        if body == nil {
+            body = part
+        } else {
+            body?.writeBuffer(&part)
+        }
+        if let limit, (body?.readableBytes ?? 0) > limit {
+            return task.eventLoop.makeFailedFuture(APIError.responseTooLarge(limit: limit))
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<APIRawResponse>) throws -> APIRawResponse {
+        guard let head else { throw URLError(.badServerResponse) }
+        var headers: [String: String] = [:]
+        for (name, value) in head.headers {
+            if let existing = headers[name] {
+                headers[name] = existing + ", " + value
+            } else {
+                headers[name] = value
+            }
+        }
+        let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) } ?? Data()
+        return APIRawResponse(statusCode: Int(head.status.code), headers: headers, body: data, url: url)
+    }
+}
