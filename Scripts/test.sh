@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift \
     Fuzz/Sources Fuzz/Package.swift Transports/AsyncHTTPClient/Sources Transports/AsyncHTTPClient/Package.swift \
-    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift \
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift
 
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh

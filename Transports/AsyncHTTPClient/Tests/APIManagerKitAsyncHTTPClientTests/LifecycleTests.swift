@@ -1,0 +1,55 @@
+import APIManagerKit
+import APIManagerKitAsyncHTTPClient
+import AsyncHTTPClient
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Sends one request and waits for its answer.
+private func answer(of transport: AsyncHTTPClientTransport, _ url: URL) async -> Result<APIRawResponse, any Error> {
+    await withCheckedContinuation { continuation in
+        _ = transport.send(URLRequest(url: url)) { continuation.resume(returning: $0) }
+    }
+}
+
+@Suite("AsyncHTTPClientTransport: the client's lifecycle")
+struct LifecycleTests {
+    @Test func aTransportReleasedWithoutShutdownShutsItsClientDownItself() {
+        // AsyncHTTPClient stops a debug build whose client is released unshut: this must not.
+        for _ in 0..<3 { _ = AsyncHTTPClientTransport() }
+    }
+
+    @Test func afterShutdownARequestFailsWithTheClientsError() async throws {
+        let transport = AsyncHTTPClientTransport()
+        try await transport.shutdown()
+        try await transport.shutdown()  // a second call does nothing
+        let result = await answer(of: transport, URL(string: "http://127.0.0.1:9/never")!)
+        guard case .failure(let error as URLError) = result else {
+            Issue.record("expected a URLError, got \(result)")
+            return
+        }
+        #expect(error.userInfo[NSUnderlyingErrorKey] as? HTTPClientError == .alreadyShutdown)
+        #expect(transport.requestsInFlight == 0)
+    }
+
+    @Test func aBorrowedClientIsNeverShutDownByTheTransport() async throws {
+        // AsyncHTTPClient keeps trying a refused connection until its connect timeout (10 s unless
+        // set) before it reports it; URLSession reports it at once.
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .milliseconds(300)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let transport = AsyncHTTPClientTransport(client: client)
+        try await transport.shutdown()
+        // Still usable: a refused connection, not a shut-down client.
+        let result = await answer(of: transport, URL(string: "http://127.0.0.1:9/closed")!)
+        guard case .failure(let error as URLError) = result else {
+            Issue.record("expected a URLError, got \(result)")
+            return
+        }
+        #expect(error.code == .cannotConnectToHost)
+        try await client.shutdown()
+    }
+}
