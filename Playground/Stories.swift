@@ -105,7 +105,10 @@ final class Stage: @unchecked Sendable {
     /// - Parameters:
     ///   - liveBaseURL: a real server, or `nil` for the simulated backend.
     ///   - authentication: makes the story's authentication, if it has one.
-    init(liveBaseURL: URL? = nil, authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil) {
+    init(
+        liveBaseURL: URL? = nil, liveTransport: any APITransport = URLSessionTransport(),
+        authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil
+    ) {
         isLive = liveBaseURL != nil
         baseURL = liveBaseURL ?? URL(string: "https://simulated.backend")!
         clock = liveBaseURL == nil ? backend.clock : DispatchClock()
@@ -115,7 +118,7 @@ final class Stage: @unchecked Sendable {
         self.authentication = authentication
         api = StoryAPI(
             engine: APIEngine(
-                transport: isLive ? URLSessionTransport() : backend, clock: clock, randomSource: SeededRandom(seed: 7),
+                transport: isLive ? liveTransport : backend, clock: clock, randomSource: SeededRandom(seed: 7),
                 delivery: .immediate, execution: isLive ? .concurrent() : .inline,
                 cache: APIResponseCache(disk: nil, clock: clock), authentication: authentication))
         api.delegate = timeline

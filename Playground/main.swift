@@ -1,7 +1,8 @@
+import APIManagerKit
 import Foundation
 
 let usage = """
-    Usage: Playground [--story NAME] [--base-url URL] [--help]
+    Usage: Playground [--story NAME] [--base-url URL [--transport NAME]] [--help]
 
     Runs the APIManagerKit stories and prints a timeline of each task: start, end, cancel, ignore,
     retry. By default they run on an embedded simulated backend (virtual time, no server).
@@ -11,6 +12,8 @@ let usage = """
       --base-url URL   run them against a real httpbin-compatible server instead, on real time
                        (for example the one `bash Scripts/integration-server.sh start` prints;
                        the session story needs its /fixture/token routes)
+      --transport NAME the transport for --base-url: \(LiveTransports.names.joined(separator: ", ")) (urlsession
+                       unless given; Transports/AsyncHTTPClient's PlaygroundAHC adds ahc)
       --help           show this message
     """
 
@@ -21,6 +24,7 @@ func fail(_ message: String) -> Never {
 
 var selected = Story.all
 var liveBaseURL: URL?
+var transportName = "urlsession"
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -37,6 +41,10 @@ while let argument = arguments.popFirst() {
             url.host?.isEmpty == false
         else { fail("--base-url needs an http or https URL with a host, not \"\(text)\"") }
         liveBaseURL = url
+    case "--transport":
+        guard let name = arguments.popFirst() else { fail("--transport needs a name") }
+        guard LiveTransports.names.contains(name) else { fail("unknown transport \"\(name)\"") }
+        transportName = name
     default:
         fail("unknown argument \"\(argument)\"")
     }
@@ -44,6 +52,9 @@ while let argument = arguments.popFirst() {
 
 for (index, story) in selected.enumerated() {
     if index > 0 { print("") }
-    print("== \(story.title)  [--story \(story.name)]" + (liveBaseURL.map { "  live: \($0.absoluteString)" } ?? ""))
-    story.run(Stage(liveBaseURL: liveBaseURL, authentication: story.authentication))
+    print(
+        "== \(story.title)  [--story \(story.name)]"
+            + (liveBaseURL.map { "  live: \($0.absoluteString) on \(transportName)" } ?? ""))
+    let transport = LiveTransports.make(transportName) ?? URLSessionTransport()
+    story.run(Stage(liveBaseURL: liveBaseURL, liveTransport: transport, authentication: story.authentication))
 }

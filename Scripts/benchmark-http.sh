@@ -4,12 +4,20 @@
 # Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
 #   bash Scripts/benchmark-http.sh [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN]
 #   bash Scripts/benchmark-http.sh --instructions
+#   bash Scripts/benchmark-http.sh --instructions-ahc
 # --instructions counts retired instructions per request instead (valgrind --tool=callgrind, the
 # slope between 300 and 900 requests, 8 in flight, 205 B and 64 KiB) for raw URLSession, the
 # transport and the manager (on its work queue, and inline); it repeats within about 1 % on a busy machine, where wall time does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# --instructions-ahc does the same for raw URLSession, raw AsyncHTTPClient and the manager on
+# AsyncHTTPClientTransport, with the benchmark built by Transports/AsyncHTTPClient (HTTPBenchmarkAHC).
 instructions=false
+ahc=false
+if [[ "${1:-}" == "--instructions-ahc" ]]; then
+    ahc=true
+    set -- --instructions "${@:2}"
+fi
 if [[ "${1:-}" == "--instructions" ]]; then
     instructions=true
     shift
@@ -78,8 +86,13 @@ fi
 trap 'kill "$(cat "$root/nginx.pid")" 2> /dev/null || true; rm -rf "$root"' EXIT
 curl -fsS "http://127.0.0.1:$port/small.json" > /dev/null
 
-swift build -c release --package-path Benchmarks --product HTTPBenchmark >&2
-binary=$(swift build -c release --package-path Benchmarks --show-bin-path)/HTTPBenchmark
+if $ahc; then
+    swift build -c release --package-path Transports/AsyncHTTPClient --product HTTPBenchmarkAHC >&2
+    binary=$(swift build -c release --package-path Transports/AsyncHTTPClient --show-bin-path)/HTTPBenchmarkAHC
+else
+    swift build -c release --package-path Benchmarks --product HTTPBenchmark >&2
+    binary=$(swift build -c release --package-path Benchmarks --show-bin-path)/HTTPBenchmark
+fi
 echo "nginx $("$nginx_binary" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port, keep-alive"
 echo
 if $instructions; then
@@ -91,6 +104,31 @@ if $instructions; then
         # awk reads to the end, so callgrind_annotate never dies of a closed pipe (pipefail).
         callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,
     }
+    if $ahc; then
+        echo "| body | in flight | raw URLSession | raw AsyncHTTPClient | manager on AsyncHTTPClientTransport | manager / raw URLSession | manager / raw AsyncHTTPClient |"
+        echo "|---|---:|---:|---:|---:|---:|---:|"
+        for case in "small 1" "small 8" "large 8"; do
+            read -r body flight <<< "$case"
+            declare -A per
+            for client in raw ahc managerAHC; do
+                out_low="$root/cg.$client.$body.$flight.low"
+                out_high="$root/cg.$client.$body.$flight.high"
+                valgrind --tool=callgrind --callgrind-out-file="$out_low" "$binary" --url "http://127.0.0.1:$port" \
+                    --only "$client" --body "$body" --in-flight "$flight" --requests 300 > /dev/null 2>&1
+                valgrind --tool=callgrind --callgrind-out-file="$out_high" "$binary" --url "http://127.0.0.1:$port" \
+                    --only "$client" --body "$body" --in-flight "$flight" --requests 900 > /dev/null 2>&1
+                low=$(callgrind_annotate "$out_low" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,)
+                high=$(callgrind_annotate "$out_high" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,)
+                per[$client]=$(((high - low) / 600))
+            done
+            label=$([[ $body == small ]] && echo "205 B" || echo "64 KiB")
+            awk -v b="$label" -v f="$flight" -v r="${per[raw]}" -v a="${per[ahc]}" -v m="${per[managerAHC]}" 'BEGIN {
+                printf "| %s | %d | %.0fk | %.0fk | %.0fk | %.3fx | %.3fx |\n", b, f, r / 1000, a / 1000, m / 1000, m / r, m / a }'
+        done
+        echo
+        echo "instructions per request, valgrind --tool=callgrind, slope between 300 and 900 requests"
+        exit 0
+    fi
     echo "| body | raw URLSession | transport | manager (work queue) | manager (inline) | transport / raw | manager / raw | inline manager / raw |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     for body in small large; do

@@ -8,7 +8,9 @@ echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift \
     Fuzz/Sources Fuzz/Package.swift Transports/AsyncHTTPClient/Sources Transports/AsyncHTTPClient/Package.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift \
-    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift \
+    Transports/AsyncHTTPClient/Playground/LiveTransports.swift \
+    Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift
 
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh
@@ -110,6 +112,19 @@ if skipped_integration; then
     echo "the integration suite was skipped on AsyncHTTPClientTransport although the server was started" >&2
     exit 1
 fi
+echo "== Playground against the real server on AsyncHTTPClientTransport (--transport ahc)"
+ahc_output=$(swift run --package-path Transports/AsyncHTTPClient --skip-build PlaygroundAHC \
+    --base-url "$APIMANAGERKIT_TEST_SERVER" --transport ahc)
+echo "$ahc_output"
+expect_lines "$ahc_output" \
+    "live: $APIMANAGERKIT_TEST_SERVER on ahc" \
+    "update quantity    starts" \
+    'search "swift"     ends: 200' \
+    "pull 2             ignored" \
+    "flaky GET          starts attempt 2" \
+    "reopen feed        ends: 200 from the cache, confirmed by a 304" \
+    'refresh starts: the server refused "expired"' \
+    "3 of 3 screens loaded after 1 refresh(es)"
 
 echo "== Fuzzing: every target for 30 s from its committed corpus (a crash fails the run)"
 bash Scripts/fuzz.sh 30

@@ -8,7 +8,8 @@ let package = Package(
     name: "APIManagerKitAsyncHTTPClient",
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
     products: [
-        .library(name: "APIManagerKitAsyncHTTPClient", targets: ["APIManagerKitAsyncHTTPClient"])
+        .library(name: "APIManagerKitAsyncHTTPClient", targets: ["APIManagerKitAsyncHTTPClient"]),
+        .executable(name: "PlaygroundAHC", targets: ["PlaygroundAHC"]),
     ],
     dependencies: [
         .package(name: "APIManagerKit", path: "../.."),
@@ -27,6 +28,29 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]
+        ),
+        // APIManagerKit's Playground (linked as `Shared`) with `--transport ahc`:
+        // swift run --package-path Transports/AsyncHTTPClient PlaygroundAHC --base-url URL --transport ahc
+        .executableTarget(
+            name: "PlaygroundAHC",
+            dependencies: [
+                "APIManagerKitAsyncHTTPClient", .product(name: "APIManagerKit", package: "APIManagerKit"),
+                .product(name: "APIManagerKitTesting", package: "APIManagerKit"),
+            ],
+            path: "Playground",
+            exclude: ["Shared/LiveTransports.swift"]
+        ),
+        // Benchmarks/Sources/HTTPBenchmark (linked as `Shared`) with the `ahc` and `managerAHC`
+        // clients added; Scripts/benchmark-http.sh --instructions runs it.
+        .executableTarget(
+            name: "HTTPBenchmarkAHC",
+            dependencies: [
+                "APIManagerKitAsyncHTTPClient", .product(name: "APIManagerKit", package: "APIManagerKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Benchmarks/HTTPBenchmarkAHC",
+            exclude: ["Shared/ExtraClients.swift"]
         ),
         // APIManagerKit's integration suite (linked as `Shared`), run on this transport against the
         // server Scripts/test.sh starts; skipped without it.

@@ -148,7 +148,7 @@ final class FileAPI: APIManager {
     let engine: APIEngine
     private let done: @Sendable (Bool) -> Void
 
-    init(transport: URLSessionTransport, execution: APIExecution, done: @escaping @Sendable (Bool) -> Void) {
+    init(transport: any APITransport, execution: APIExecution, done: @escaping @Sendable (Bool) -> Void) {
         engine = APIEngine(transport: transport, delivery: .immediate, execution: execution)
         self.done = done
     }
@@ -189,7 +189,7 @@ let options = parseOptions()
 guard let baseURL = options.baseURL else {
     FileHandle.standardError.write(
         Data(
-            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,managerInline,transport,delegated,busyN,postN] [--memory CLIENT] [--only CLIENT [--in-flight N] [--body small|large]]\n"
+            "usage: HTTPBenchmark --url http://127.0.0.1:PORT [--requests N] [--rounds N] [--candidates manager,managerInline,transport,delegated,busyN,postN(,ahc,managerAHC)] [--memory CLIENT] [--only CLIENT [--in-flight N] [--body small|large]]\n"
                 .utf8))
     exit(64)
 }
@@ -254,8 +254,9 @@ let namedClients: [String: (URL, @escaping @Sendable (Bool) -> Void) -> Void] = 
     "manager": sendThroughManager, "managerInline": sendThroughInlineManager, "transport": sendThroughTransport,
     "delegated": delegated.send, "raw": raw.send,
 ]
+let moreClients = extraClients()
 @MainActor func client(named name: String) -> ((URL, @escaping @Sendable (Bool) -> Void) -> Void)? {
-    namedClients[name] ?? calibrationClient(named: name)
+    namedClients[name] ?? moreClients[name] ?? calibrationClient(named: name)
 }
 let small = baseURL.appendingPathComponent("small.json")
 let large = baseURL.appendingPathComponent("large.bin")
@@ -308,7 +309,7 @@ if let only = options.only {
 // Warm every client (connections, caches, lazy initialisation).
 for client in [
     raw.send, control.send, sendThroughManager, sendThroughInlineManager, sendThroughTransport, delegated.send,
-] {
+] + moreClients.values {
     _ = measure(count: 300, inFlight: 8) { client(small, $0) }
 }
 
