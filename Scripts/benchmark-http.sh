@@ -5,6 +5,7 @@
 #   bash Scripts/benchmark-http.sh [--requests N] [--rounds N] [--candidates manager,transport,delegated,busyN,postN]
 #   bash Scripts/benchmark-http.sh --instructions
 #   bash Scripts/benchmark-http.sh --instructions-ahc
+#   bash Scripts/benchmark-http.sh --ahc [--requests N] [--rounds N]
 # --instructions counts retired instructions per request instead (valgrind --tool=callgrind, the
 # slope between 300 and 900 requests, 8 in flight, 205 B and 64 KiB) for raw URLSession, the
 # transport and the manager (on its work queue, and inline); it repeats within about 1 % on a busy machine, where wall time does not.
@@ -12,8 +13,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # --instructions-ahc does the same for raw URLSession, raw AsyncHTTPClient and the manager on
 # AsyncHTTPClientTransport, with the benchmark built by Transports/AsyncHTTPClient (HTTPBenchmarkAHC).
+# --ahc runs the wall-clock comparison and the memory runs with that benchmark too (candidates ahc
+# and managerAHC, memory of raw URLSession, raw AsyncHTTPClient and the manager on it).
 instructions=false
 ahc=false
+if [[ "${1:-}" == "--ahc" ]]; then
+    ahc=true
+    shift
+    if [[ " $* " != *" --candidates "* ]]; then set -- --candidates ahc,managerAHC "$@"; fi
+fi
 if [[ "${1:-}" == "--instructions-ahc" ]]; then
     ahc=true
     set -- --instructions "${@:2}"
@@ -155,7 +163,9 @@ fi
 "${pin[@]}" "$binary" --url "http://127.0.0.1:$port" "$@"
 echo
 echo "Memory: a fresh process per client, 205-byte bodies, 8 in flight"
-for client in raw manager; do
+memory_clients=(raw manager)
+if $ahc; then memory_clients=(raw ahc managerAHC); fi
+for client in "${memory_clients[@]}"; do
     echo
     "${pin[@]}" "$binary" --url "http://127.0.0.1:$port" --memory "$client"
 done

@@ -143,7 +143,7 @@ struct PaginationIntegrationTests {
             }
             return (pages, nil)
         } catch {
-            return (pages, error as? APIError)
+            return (pages, error)
         }
     }
 

@@ -91,6 +91,20 @@ struct TransportIntegrationTests {
         #expect(Date().timeIntervalSince(started) < 5)
     }
 
+    @Test func aRefusedConnectionFailsAtOnceAsCannotConnectToHost() async throws {
+        // A port on 127.0.0.1 that nothing listens on: bound, then closed, by the OS's choice.
+        let port = try closedLoopbackPort()
+        var request = HTTPRequest(absolute: try #require(URL(string: "http://127.0.0.1:\(port)/nothing")))
+        request.timeout = 20
+        let started = Date()
+        let error = await failure { () async throws(APIError) in
+            try await Client<Echoed>(transport: TransportUnderTest.make()).response(for: request)
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .cannotConnectToHost)
+        // Both transports report it without waiting for a connect timeout.
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
     @Test func retryAfterDrivesARealRetry() async throws {
         struct Served: APIResponse, Decodable { let attempts: Int }
         var request = HTTPRequest("fixture/retry-after/\(UUID().uuidString)", parameters: ["after": "1"])
@@ -156,4 +170,29 @@ final class Locked<Value>: @unchecked Sendable {
     func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         try lock.withLock { try body(&value) }
     }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago and that nothing listens on now.
+func closedLoopbackPort() throws -> UInt16 {
+    #if canImport(Glibc)
+    let stream = Int32(SOCK_STREAM.rawValue)
+    #else
+    let stream = SOCK_STREAM
+    #endif
+    let socketDescriptor = socket(AF_INET, stream, 0)
+    guard socketDescriptor >= 0 else { throw POSIXError(.EBADF) }
+    defer { close(socketDescriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+            bind(socketDescriptor, socketAddress, length) == 0
+                && getsockname(socketDescriptor, socketAddress, &length) == 0
+        }
+    }
+    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+    return UInt16(bigEndian: address.sin_port)
 }

@@ -120,7 +120,7 @@ struct PaginationTests {
             }
             return (collected, nil)
         } catch {
-            return (collected, error as? APIError)
+            return (collected, error)
         }
     }
 

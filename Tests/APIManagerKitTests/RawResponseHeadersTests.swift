@@ -91,3 +91,51 @@ struct RawResponseHeadersTests {
         #expect(decoded.headers == fields)
     }
 }
+
+@Suite("Raw response headers given as a list of fields")
+struct RawResponseHeaderFieldListTests {
+    let fields: [(name: String, value: String)] = [
+        ("Content-Type", "application/json"), ("Set-Cookie", "a=1"), ("ETag", "\"v1\""), ("set-cookie", "b=2"),
+    ]
+
+    @Test func aNameIsMatchedWithoutRegardToCase() {
+        let response = APIRawResponse(statusCode: 200, headerFields: fields)
+        #expect(response.value(forHeader: "content-type") == "application/json")
+        #expect(response.value(forHeader: "ETAG") == "\"v1\"")
+        #expect(response.value(forHeader: "Content-Typf") == nil)
+        #expect(response.value(forHeader: "Content-Typ") == nil)
+        #expect(response.value(forHeader: "X-Missing") == nil)
+    }
+
+    @Test func namesThatDifferInANonLetterDoNotMatch() {
+        // '@' and '`' differ only in the bit that separates upper from lower case letters.
+        let response = APIRawResponse(statusCode: 200, headerFields: [("X@", "at")])
+        #expect(response.value(forHeader: "X`") == nil)
+        #expect(response.value(forHeader: "x@") == "at")
+    }
+
+    @Test func repeatedFieldsAreJoinedInOrderWhenLookedUp() {
+        let response = APIRawResponse(statusCode: 200, headerFields: fields)
+        #expect(response.value(forHeader: "Set-Cookie") == "a=1, b=2")
+    }
+
+    @Test func theDictionaryJoinsRepeatsOfTheSameSpelling() {
+        let response = APIRawResponse(
+            statusCode: 200, headerFields: [("Vary", "Accept"), ("Vary", "Origin"), ("Age", "3")])
+        #expect(response.headers == ["Vary": "Accept, Origin", "Age": "3"])
+    }
+
+    @Test func itEqualsTheSameResponseMadeFromADictionary() {
+        let listed = APIRawResponse(statusCode: 201, headerFields: [("A", "1"), ("B", "2")], body: Data("x".utf8))
+        let fromDictionary = APIRawResponse(statusCode: 201, headers: ["A": "1", "B": "2"], body: Data("x".utf8))
+        #expect(listed == fromDictionary)
+        #expect(listed.hashValue == fromDictionary.hashValue)
+    }
+
+    @Test func settingTheHeadersReplacesTheList() {
+        var response = APIRawResponse(statusCode: 200, headerFields: fields)
+        response.headers = ["Only": "this"]
+        #expect(response.value(forHeader: "content-type") == nil)
+        #expect(response.value(forHeader: "only") == "this")
+    }
+}

@@ -15,6 +15,16 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
         self.init(statusCode: statusCode, headerStorage: .fields(headers), body: body, url: url)
     }
 
+    /// A response whose headers are kept as the transport received them, in order, repeats
+    /// included; the ``headers`` dictionary is built only if someone asks for it, with the values of
+    /// a repeated name joined by `", "` (RFC 9110 §5.3). ``value(forHeader:)`` reads the list
+    /// directly. For transports whose client gives headers as a list (SwiftNIO's `HTTPHeaders`,
+    /// say): most responses are decoded without a header read, and building a dictionary costs
+    /// more than the rest of a small response's handling.
+    public init(statusCode: Int, headerFields: [(name: String, value: String)], body: Data = Data(), url: URL? = nil) {
+        self.init(statusCode: statusCode, headerSource: HeaderFieldList(fields: headerFields), body: body, url: url)
+    }
+
     /// A response whose headers are read from `source` only when asked for: turning a platform
     /// response's headers into a dictionary is a good part of a small request's cost on Linux.
     init(statusCode: Int, headerSource: some APIHeaderSource, body: Data, url: URL?) {
@@ -92,6 +102,50 @@ protocol APIHeaderSource: Sendable {
     func allFields() -> [String: String]
     /// One header, its name matched without regard to case.
     func value(forHeader name: String) -> String?
+}
+
+/// Headers as a list of fields in the order received.
+struct HeaderFieldList: APIHeaderSource {
+    let fields: [(name: String, value: String)]
+
+    func allFields() -> [String: String] {
+        var headers: [String: String] = [:]
+        headers.reserveCapacity(fields.count)
+        for (name, value) in fields {
+            if let earlier = headers[name] {
+                headers[name] = earlier + ", " + value
+            } else {
+                headers[name] = value
+            }
+        }
+        return headers
+    }
+
+    func value(forHeader name: String) -> String? {
+        var found: String?
+        for field in fields where Self.namesMatch(field.name, name) {
+            found = found.map { $0 + ", " + field.value } ?? field.value
+        }
+        return found
+    }
+
+    /// ASCII case-insensitive equality, without allocating lowercased copies (header names are
+    /// tokens: RFC 9110 §5.1).
+    static func namesMatch(_ left: String, _ right: String) -> Bool {
+        var left = left
+        var right = right
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                guard a.count == b.count else { return false }
+                for index in 0..<a.count where a[index] != b[index] {
+                    guard a[index] | 0x20 == b[index] | 0x20, (0x61...0x7A).contains(a[index] | 0x20) else {
+                        return false
+                    }
+                }
+                return true
+            }
+        }
+    }
 }
 
 extension APIRawResponse {

@@ -41,12 +41,19 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
     func exchangeEnded() { inFlight.withLockedValue { $0 -= 1 } }
 
     /// A transport with an `HTTPClient` of its own (on the shared event loop group), to be shut down
-    /// with ``shutdown()``. Its redirect setting is replaced by `.disallow` (the transport follows
-    /// redirects itself) and decompression is turned on.
+    /// with ``shutdown()``. Three settings of `configuration` are replaced:
+    /// - redirects are `.disallow` (the transport follows redirects itself);
+    /// - decompression is on (the body limit counts decompressed bytes);
+    /// - `connectionPool.retryConnectionEstablishment` is off, so a refused connection fails the
+    ///   attempt at once with `URLError(.cannotConnectToHost)`, as on `URLSessionTransport`, and the
+    ///   request's retry policy decides what happens next. (With it on, AsyncHTTPClient keeps
+    ///   trying until its connect timeout, 10 s unless set, before it reports anything; borrow a
+    ///   client configured so if that is what you want.)
     public init(configuration: HTTPClient.Configuration = HTTPClient.Configuration(), maxRedirects: Int = 10) {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .enabled(limit: .none)
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.ownsClient = true
         self.maxRedirects = max(0, maxRedirects)
@@ -205,7 +212,8 @@ final class Exchange: APICancellable, Sendable {
         guard let url = request.url else { throw URLError(.badURL) }
         var headers = HTTPHeaders()
         for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
-        if headers["Accept-Encoding"].isEmpty { headers.add(name: "Accept-Encoding", value: "gzip, deflate") }
+        // With no Accept-Encoding of the request's own, the client's decompressor asks for gzip and
+        // deflate.
         let method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod?.uppercased() ?? "GET")
         do {
             return try HTTPClient.Request(
@@ -264,7 +272,18 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
         var part = part
         if body == nil {
-            body = part
+            // A body in one part is kept as it is; one announced as longer gets a buffer of its
+            // announced size (within the limit, and at most 8 MiB on a server's word), so the
+            // parts are copied once, without regrowing.
+            let announced = head?.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
+            let expected = min(announced, limit ?? Int.max, 8 << 20)
+            if expected > part.readableBytes {
+                var buffer = ByteBufferAllocator().buffer(capacity: expected)
+                buffer.writeBuffer(&part)
+                body = buffer
+            } else {
+                body = part
+            }
         } else {
             body?.writeBuffer(&part)
         }
@@ -276,15 +295,9 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didFinishRequest(task: HTTPClient.Task<APIRawResponse>) throws -> APIRawResponse {
         guard let head else { throw URLError(.badServerResponse) }
-        var headers: [String: String] = [:]
-        for (name, value) in head.headers {
-            if let existing = headers[name] {
-                headers[name] = existing + ", " + value
-            } else {
-                headers[name] = value
-            }
-        }
         let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) } ?? Data()
-        return APIRawResponse(statusCode: Int(head.status.code), headers: headers, body: data, url: url)
+        // The list as received: the dictionary is built only if someone asks for it.
+        return APIRawResponse(
+            statusCode: Int(head.status.code), headerFields: Array(head.headers), body: data, url: url)
     }
 }

@@ -36,8 +36,8 @@ struct LifecycleTests {
     }
 
     @Test func aBorrowedClientIsNeverShutDownByTheTransport() async throws {
-        // AsyncHTTPClient keeps trying a refused connection until its connect timeout (10 s unless
-        // set) before it reports it; URLSession reports it at once.
+        // A borrowed client keeps its own settings: AsyncHTTPClient retries a refused connection
+        // until its connect timeout (10 s unless set) before it reports it.
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .milliseconds(300)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
