@@ -9,6 +9,7 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
     Fuzz/Sources Fuzz/Package.swift Transports/AsyncHTTPClient/Sources Transports/AsyncHTTPClient/Package.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift \
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/CodeSamplesTests.swift \
     Transports/AsyncHTTPClient/Playground/LiveTransports.swift \
     Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift
 
