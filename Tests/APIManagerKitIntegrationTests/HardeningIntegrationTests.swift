@@ -83,12 +83,16 @@ struct HardeningIntegrationTests {
     }
 
     @Test func aDeclaredLengthPastTheLimitStopsBeforeTheBody() async throws {
-        var request = HTTPRequest("fixture/bytes/300000")
+        // The server sends the head at once and the body only 4 s later: the answer must not wait.
+        var request = HTTPRequest("fixture/bytes/300000", parameters: .query(["stall": "4"]))
         request.maxBodySize = 100_000
+        let started = Date()
         let error = await failure { () async throws(APIError) in
             try await Client<APIRawResponse>().response(for: request)
         }
         #expect(error.map(describeKind) == "responseTooLarge")
+        #expect(Date().timeIntervalSince(started) < 3)
+        request = HTTPRequest("fixture/bytes/300000")
         request.maxBodySize = 300_000
         #expect(try await Client<APIRawResponse>().response(for: request).body.count == 300_000)
     }

@@ -80,11 +80,19 @@ def fixture(environ, start_response):
         return _json(start_response, "%d Fixture" % status, payload, headers)
 
     if route == "bytes":
-        # n bytes of a repeating pattern (i % 251), so a test can check every byte.
+        # n bytes of a repeating pattern (i % 251), so a test can check every byte. With ?stall=S the
+        # head goes out at once and the body only S seconds later (at most 10).
         count = min(int(arg or "0"), 64 * 1024 * 1024)
         pattern = bytes(i % 251 for i in range(251))
         body = (pattern * (count // 251 + 1))[:count]
+        stall = min(float(query.get("stall", "0")), 10.0)
         start_response("200 OK", [("Content-Type", "application/octet-stream"), ("Content-Length", str(count))])
+        if stall > 0:
+            def stalled():
+                yield b""  # the head is written now
+                time.sleep(stall)
+                yield body
+            return stalled()
         return [body]
 
     if route == "digest":

@@ -266,7 +266,17 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         self.head = head
+        // A length already past the limit stops the transfer before the body, as on
+        // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
+        if let limit, !head.headers.contains(name: "Content-Encoding"), announcedLength > limit {
+            return task.eventLoop.makeFailedFuture(APIError.responseTooLarge(limit: limit))
+        }
         return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// The head's `Content-Length`, or 0.
+    private var announcedLength: Int {
+        head?.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
@@ -275,8 +285,7 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
             // A body in one part is kept as it is; one announced as longer gets a buffer of its
             // announced size (within the limit, and at most 8 MiB on a server's word), so the
             // parts are copied once, without regrowing.
-            let announced = head?.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
-            let expected = min(announced, limit ?? Int.max, 8 << 20)
+            let expected = min(announcedLength, limit ?? Int.max, 8 << 20)
             if expected > part.readableBytes {
                 var buffer = ByteBufferAllocator().buffer(capacity: expected)
                 buffer.writeBuffer(&part)
