@@ -105,6 +105,28 @@ struct TransportIntegrationTests {
         #expect(Date().timeIntervalSince(started) < 5)
     }
 
+    @Test func twentyRedirectsAreFollowedToTheEnd() async throws {
+        let response = try await Client<APIRawResponse>().response(for: HTTPRequest("redirect/20"))
+        #expect(response.statusCode == 200)
+        #expect(response.url?.path == "/get")
+    }
+
+    @Test func aTwentyFirstRedirectFailsAsTooManyRedirects() async {
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: HTTPRequest("redirect/21"))
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .httpTooManyRedirects)
+    }
+
+    @Test func aSeeOtherAnsweringAPostContinuesAsAGetWithoutTheBody() async throws {
+        var request = HTTPRequest(
+            "redirect-to", method: .post, parameters: .query(["url": "/get", "status_code": 303]))
+        request.body = APIRequestBody(data: Data("payload".utf8), contentType: "text/plain")
+        let echoed = try await Client<Echoed>().response(for: request)
+        #expect(echoed.url?.hasSuffix("/get") == true)
+        #expect(echoed.header("Content-Type") == nil)
+    }
+
     @Test func retryAfterDrivesARealRetry() async throws {
         struct Served: APIResponse, Decodable { let attempts: Int }
         var request = HTTPRequest("fixture/retry-after/\(UUID().uuidString)", parameters: ["after": "1"])

@@ -75,11 +75,21 @@ extension APITransportOptions {
     /// `redirected`: every credential header (see ``sensitiveHeaders`` and the one credential rule:
     /// `Authorization`, `Proxy-Authorization`, `Cookie`, and names containing `token`, `secret`,
     /// `password`, `api-key`, `apikey`, `auth` or `session`) is dropped when the redirect leaves the
-    /// original origin (scheme, host and port). ``URLSessionTransport`` follows this rule; a transport
-    /// that follows redirects itself calls it for each hop, so every transport strips alike.
+    /// original origin (scheme, host and port). A redirect that goes on as a `GET` or `HEAD` without a
+    /// body (a `303`, or a `301` or `302` answering a `POST`) also loses the headers that described
+    /// the body (`Content-Type`, `Content-Length`, `Content-Encoding`, `Content-Language`,
+    /// `Content-Location`), as the Fetch standard says. ``URLSessionTransport`` follows this rule; a
+    /// transport that follows redirects itself calls it for each hop, so every transport strips alike.
     public func redirectRequest(_ redirected: URLRequest, from originalURL: URL?) -> URLRequest {
-        guard Origin(originalURL) != Origin(redirected.url) else { return redirected }
         var stripped = redirected
+        let method = redirected.httpMethod?.uppercased() ?? "GET"
+        if method == "GET" || method == "HEAD", redirected.httpBody == nil, redirected.httpBodyStream == nil {
+            for name in ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location"]
+            where redirected.value(forHTTPHeaderField: name) != nil {
+                stripped.setValue(nil, forHTTPHeaderField: name)
+            }
+        }
+        guard Origin(originalURL) != Origin(redirected.url) else { return stripped }
         for name in (redirected.allHTTPHeaderFields ?? [:]).keys
         where CredentialHeaders.isCredential(name, marked: sensitiveHeaders) {
             stripped.setValue(nil, forHTTPHeaderField: name)

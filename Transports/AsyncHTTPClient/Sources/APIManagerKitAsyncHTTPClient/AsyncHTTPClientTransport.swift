@@ -14,7 +14,7 @@ import FoundationNetworking
 /// An ``APIManagerKit/APITransport`` on swift-server's AsyncHTTPClient (SwiftNIO), for servers and
 /// command-line tools on Linux, where it costs a fraction of FoundationNetworking's `URLSession`.
 ///
-/// - It follows redirects itself (up to ``maxRedirects``), applying APIManagerKit's one credential
+/// - It follows redirects itself (up to ``maxRedirects``, 20 unless set), applying APIManagerKit's one credential
 ///   rule at each hop (`APITransportOptions.redirectRequest(_:from:)`): credentials never follow a
 ///   redirect to another origin. A `303`, and a `301` or `302` answering a `POST`, continue as a
 ///   `GET` without a body.
@@ -29,7 +29,9 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
     /// The client requests go through.
     public let client: HTTPClient
     private let ownsClient: Bool
-    /// The most redirects one request follows; past it the last `3xx` response is returned.
+    /// The most redirects one request follows (20 unless set, as FoundationNetworking's
+    /// URLSession); one more fails the attempt with `URLError(.httpTooManyRedirects)`, as there.
+    /// With 0, redirects are not followed: the `3xx` response is returned as it is.
     public let maxRedirects: Int
     private let inFlight = NIOLockedValueBox(0)
 
@@ -49,7 +51,7 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
     ///   request's retry policy decides what happens next. (With it on, AsyncHTTPClient keeps
     ///   trying until its connect timeout, 10 s unless set, before it reports anything; borrow a
     ///   client configured so if that is what you want.)
-    public init(configuration: HTTPClient.Configuration = HTTPClient.Configuration(), maxRedirects: Int = 10) {
+    public init(configuration: HTTPClient.Configuration = HTTPClient.Configuration(), maxRedirects: Int = 20) {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .enabled(limit: .none)
@@ -62,7 +64,7 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
     /// A transport on a client you own and shut down. Give it one whose redirect setting is
     /// `.disallow`, or AsyncHTTPClient follows redirects before the credential rule can apply; turn
     /// its decompression on for compressed bodies.
-    public init(client: HTTPClient, maxRedirects: Int = 10) {
+    public init(client: HTTPClient, maxRedirects: Int = 20) {
         self.client = client
         self.ownsClient = false
         self.maxRedirects = max(0, maxRedirects)
@@ -165,10 +167,10 @@ final class Exchange: APICancellable, Sendable {
         task.futureResult.whenComplete { [self] result in
             switch result {
             case .success(let raw):
-                if let next = redirect(of: request, answeredBy: raw, after: redirects) {
-                    send(next, redirects: redirects + 1)
-                } else {
-                    finish(.success(raw))
+                switch redirect(of: request, answeredBy: raw, after: redirects) {
+                case .follow(let next): send(next, redirects: redirects + 1)
+                case .tooMany: finish(.failure(URLError(.httpTooManyRedirects)))
+                case .none: finish(.success(raw))
                 }
             case .failure(let error):
                 finish(.failure(Self.map(error)))
@@ -187,25 +189,33 @@ final class Exchange: APICancellable, Sendable {
         }
     }
 
-    /// The next request of a redirect, or `nil` to return the response as it is.
-    private func redirect(of request: URLRequest, answeredBy raw: APIRawResponse, after redirects: Int) -> URLRequest? {
-        guard [301, 302, 303, 307, 308].contains(raw.statusCode), redirects < transport.maxRedirects,
+    /// What a response to one hop of a request asks for.
+    private enum Redirect {
+        /// Not a redirect that can be followed (or redirects are off): the response as it is.
+        case none
+        case follow(URLRequest)
+        /// One redirect more than ``AsyncHTTPClientTransport/maxRedirects``.
+        case tooMany
+    }
+
+    private func redirect(of request: URLRequest, answeredBy raw: APIRawResponse, after redirects: Int) -> Redirect {
+        guard [301, 302, 303, 307, 308].contains(raw.statusCode), transport.maxRedirects > 0,
             let location = raw.value(forHeader: "Location"),
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
-        else { return nil }
+        else { return .none }
+        guard redirects < transport.maxRedirects else { return .tooMany }
         var next = request
         next.url = target
         let method = request.httpMethod?.uppercased() ?? "GET"
         if raw.statusCode == 303 && method != "HEAD"
             || (raw.statusCode == 301 || raw.statusCode == 302) && method == "POST"
         {
+            // The shared rule then drops the headers that described the body.
             next.httpMethod = "GET"
             next.httpBody = nil
-            next.setValue(nil, forHTTPHeaderField: "Content-Type")
-            next.setValue(nil, forHTTPHeaderField: "Content-Length")
         }
-        return options.redirectRequest(next, from: original.url)
+        return .follow(options.redirectRequest(next, from: original.url))
     }
 
     static func convert(_ request: URLRequest) throws -> HTTPClient.Request {
