@@ -10,6 +10,7 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/CodeSamplesTests.swift \
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/DecidedDifferencesTests.swift \
     Transports/AsyncHTTPClient/Playground/LiveTransports.swift \
     Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift
 

@@ -127,6 +127,39 @@ struct TransportIntegrationTests {
         #expect(echoed.header("Content-Type") == nil)
     }
 
+    @Test(arguments: ["ftp://127.0.0.1/file", "file:///etc/hostname", "data:text/plain,hello"])
+    func aURLThatIsNotHTTPIsRefusedBeforeSending(target: String) async throws {
+        let request = HTTPRequest(absolute: try #require(URL(string: target)))
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: request)
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .unsupportedURL)
+    }
+
+    @Test func aRedirectToAURLThatIsNotHTTPIsRefused() async {
+        let request = HTTPRequest("redirect-to", parameters: .query(["url": "ftp://127.0.0.1/file"]))
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: request)
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .unsupportedURL)
+    }
+
+    @Test func aBodyInACodingTheTransportCannotDecodeFailsAsSuch() async {
+        // httpbin sends its JSON as it is, labelled with the coding asked for.
+        let request = HTTPRequest("response-headers", parameters: .query(["Content-Encoding": "x-unknown"]))
+        let error = await failure { () async throws(APIError) in
+            try await Client<APIRawResponse>().response(for: request)
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .cannotDecodeContentData)
+        #expect(error?.isTimeout == false)
+    }
+
+    @Test func anIdentityCodingIsNoCodingAtAll() async throws {
+        let request = HTTPRequest("response-headers", parameters: .query(["Content-Encoding": "identity"]))
+        let response = try await Client<APIRawResponse>().response(for: request)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("\"identity\""))
+    }
+
     @Test func retryAfterDrivesARealRetry() async throws {
         struct Served: APIResponse, Decodable { let attempts: Int }
         var request = HTTPRequest("fixture/retry-after/\(UUID().uuidString)", parameters: ["after": "1"])

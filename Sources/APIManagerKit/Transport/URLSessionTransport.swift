@@ -29,6 +29,10 @@ import FoundationNetworking
 /// - A connection that closes after the response head but before the whole body fails with
 ///   `URLError(.networkConnectionLost)` (retried for idempotent methods by the default
 ///   ``APIRetryPolicy``), not the `URLError(.unknown)` the Linux URLSession reports.
+/// - Only `http` and `https` URLs are sent; any other scheme (`file`, `ftp`, `data` …) fails with
+///   `URLError(.unsupportedURL)` before URLSession sees it, and so does a redirect to one.
+/// - A body in a content coding URLSession cannot decode fails with
+///   `URLError(.cannotDecodeContentData)`.
 /// - Cookies: the session never adds a `Cookie` header nor stores a `Set-Cookie` on its own, on any
 ///   configuration (``init(configuration:)`` turns it off), so every credential sent passes through
 ///   the engine, which applies the cache's rule for authenticated requests to it. Send cookies as a
@@ -90,6 +94,11 @@ public final class URLSessionTransport: APITransport {
         options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
+        // An API client speaks HTTP: URLSession would otherwise read a file:// URL, or try FTP.
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            completion(.failure(URLError(.unsupportedURL)))
+            return NothingToCancel()
+        }
         let record = TaskRecord(
             delegate: delegate, requestURL: request.url, sensitiveHeaders: options.sensitiveHeaders,
             maxBodySize: options.maxResponseBodySize, timeout: request.timeoutInterval, completion: completion)
@@ -105,6 +114,11 @@ public final class URLSessionTransport: APITransport {
     /// The number of requests the transport still holds (for tests and leak checks): 0 once every
     /// request has ended.
     public var requestsInFlight: Int { delegate.count }
+}
+
+/// The handle of a request that ended before anything was sent.
+struct NothingToCancel: APICancellable {
+    func cancel() {}
 }
 
 /// Scheme, host and port: what a redirect must keep for credentials to follow it.
@@ -139,6 +153,9 @@ final class TaskRecord: APICancellable, @unchecked Sendable {
     var rejectedChallenge = false
     var timedOut = false
     var bodyTooLarge = false
+    /// A redirect to a scheme other than http or https was refused: the attempt fails with
+    /// `URLError(.unsupportedURL)`.
+    var redirectRefused = false
 
     init(
         delegate: SessionDelegate, requestURL: URL?, sensitiveHeaders: Set<String>, maxBodySize: Int?,
@@ -221,6 +238,11 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             completionHandler(request)
             return
         }
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            lock.withLock { record.redirectRefused = true }
+            completionHandler(nil)
+            return
+        }
         let options = APITransportOptions(sensitiveHeaders: record.sensitiveHeaders)
         completionHandler(options.redirectRequest(request, from: record.requestURL))
     }
@@ -290,16 +312,23 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     func finish(_ record: TaskRecord, response: URLResponse?, error: (any Error)?) {
-        let (completion, body, timedOut, bodyTooLarge, rejectedChallenge) = lock.withLock {
+        let (completion, body, timedOut, bodyTooLarge, rejectedChallenge, redirectRefused) = lock.withLock {
             if let task = record.task, records[task.taskIdentifier] === record { records[task.taskIdentifier] = nil }
             let completion = record.completion
             let body = record.body
             record.task = nil
             record.completion = nil
             record.body = Data()
-            return (completion, body, record.timedOut, record.bodyTooLarge, record.rejectedChallenge)
+            return (
+                completion, body, record.timedOut, record.bodyTooLarge, record.rejectedChallenge,
+                record.redirectRefused
+            )
         }
         guard let completion else { return }
+        if redirectRefused {
+            completion(.failure(URLError(.unsupportedURL)))
+            return
+        }
         if bodyTooLarge, let limit = record.maxBodySize {
             completion(.failure(APIError.responseTooLarge(limit: limit)))
             return
@@ -314,6 +343,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // A rejected challenge ends as a cancellation; the 401 it answered is the response.
             if rejectedChallenge, code == .cancelled, let http {
                 completion(.success(Self.rawResponse(http, body: body)))
+            } else if code == .unknown, let http, !Self.decodes(http.value(forHTTPHeaderField: "Content-Encoding")) {
+                // libcurl refuses a body in a coding it does not know; the Linux URLSession calls it
+                // unknown.
+                completion(.failure(URLError(.cannotDecodeContentData, userInfo: [NSUnderlyingErrorKey: error])))
             } else if code == .unknown, http != nil {
                 // The head arrived and then the connection closed: the Linux URLSession calls it
                 // unknown; it is a lost connection.
@@ -328,6 +361,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             return
         }
         completion(.success(Self.rawResponse(http, body: body)))
+    }
+
+    /// Whether URLSession decodes a body in these content codings (gzip, deflate, br and zstd, as
+    /// libcurl builds usually do, and identity).
+    static func decodes(_ contentEncoding: String?) -> Bool {
+        guard let contentEncoding else { return true }
+        return contentEncoding.split(separator: ",").allSatisfy { coding in
+            let coding = coding.trimmingCharacters(in: .whitespaces).lowercased()
+            return ["", "identity", "gzip", "x-gzip", "deflate", "br", "zstd"].contains(coding)
+        }
     }
 
     private static func rawResponse(_ http: HTTPURLResponse, body: Data) -> APIRawResponse {

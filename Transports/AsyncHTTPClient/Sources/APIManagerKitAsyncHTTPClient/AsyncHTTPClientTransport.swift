@@ -24,6 +24,9 @@ import FoundationNetworking
 ///   (`URLError(.timedOut)`).
 /// - Failures are mapped to the `URLError` codes the retry rules read: `.timedOut`,
 ///   `.cannotConnectToHost`, `.cannotFindHost`, `.networkConnectionLost`, `.cancelled`, `.badURL`.
+/// - Only `http` and `https` URLs are sent, and followed: any other scheme fails with
+///   `.unsupportedURL`. A body in a coding other than one gzip or deflate fails with
+///   `.cannotDecodeContentData`.
 /// - Cancelling the handle cancels the request.
 public final class AsyncHTTPClientTransport: APITransport, Sendable {
     /// The client requests go through.
@@ -170,6 +173,7 @@ final class Exchange: APICancellable, Sendable {
                 switch redirect(of: request, answeredBy: raw, after: redirects) {
                 case .follow(let next): send(next, redirects: redirects + 1)
                 case .tooMany: finish(.failure(URLError(.httpTooManyRedirects)))
+                case .unsupported: finish(.failure(URLError(.unsupportedURL)))
                 case .none: finish(.success(raw))
                 }
             case .failure(let error):
@@ -196,14 +200,18 @@ final class Exchange: APICancellable, Sendable {
         case follow(URLRequest)
         /// One redirect more than ``AsyncHTTPClientTransport/maxRedirects``.
         case tooMany
+        /// To a scheme other than http or https.
+        case unsupported
     }
 
     private func redirect(of request: URLRequest, answeredBy raw: APIRawResponse, after redirects: Int) -> Redirect {
         guard [301, 302, 303, 307, 308].contains(raw.statusCode), transport.maxRedirects > 0,
             let location = raw.value(forHeader: "Location"),
-            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
-            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL
         else { return .none }
+        guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return .unsupported
+        }
         guard redirects < transport.maxRedirects else { return .tooMany }
         var next = request
         next.url = target
@@ -220,6 +228,9 @@ final class Exchange: APICancellable, Sendable {
 
     static func convert(_ request: URLRequest) throws -> HTTPClient.Request {
         guard let url = request.url else { throw URLError(.badURL) }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw URLError(.unsupportedURL)
+        }
         var headers = HTTPHeaders()
         for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
         // With no Accept-Encoding of the request's own, the client's decompressor asks for gzip and
@@ -276,12 +287,23 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         self.head = head
+        // SwiftNIO's decompressor decodes one gzip or deflate coding and passes anything else on
+        // as it is: a body it cannot decode fails clearly instead of reaching a decoder as noise.
+        guard Self.decodes(head.headers[canonicalForm: "Content-Encoding"]) else {
+            return task.eventLoop.makeFailedFuture(URLError(.cannotDecodeContentData))
+        }
         // A length already past the limit stops the transfer before the body, as on
         // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
         if let limit, !head.headers.contains(name: "Content-Encoding"), announcedLength > limit {
             return task.eventLoop.makeFailedFuture(APIError.responseTooLarge(limit: limit))
         }
         return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Whether these content codings leave at most one gzip or deflate to undo.
+    static func decodes(_ codings: [Substring]) -> Bool {
+        let applied = codings.map { $0.lowercased() }.filter { !$0.isEmpty && $0 != "identity" }
+        return applied.isEmpty || applied.count == 1 && (applied[0] == "gzip" || applied[0] == "deflate")
     }
 
     /// The head's `Content-Length`, or 0.
