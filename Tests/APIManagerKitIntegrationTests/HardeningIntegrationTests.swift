@@ -97,6 +97,16 @@ struct HardeningIntegrationTests {
         #expect(try await Client<APIRawResponse>().response(for: request).body.count == 300_000)
     }
 
+    @Test func aHeadRequestIsNotRefusedForTheLengthItsAnswerAnnounces() async throws {
+        // A HEAD's answer has no body, whatever its Content-Length says (RFC 9110 §9.3.2).
+        var request = HTTPRequest("fixture/bytes/300000", method: .head)
+        request.maxBodySize = 100_000
+        let response = try await Client<APIRawResponse>().response(for: request)
+        #expect(response.statusCode == 200)
+        #expect(response.value(forHeader: "Content-Length") == "300000")
+        #expect(response.body.isEmpty)
+    }
+
     @Test func aBodyWithinTheDefaultLimitArrivesWhole() async throws {
         let body = try await Client<APIRawResponse>().response(for: HTTPRequest("fixture/bytes/2000000")).body
         #expect(body.count == 2_000_000)

@@ -251,7 +251,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        let declared = response.expectedContentLength
+        // A response to a HEAD, and a 1xx, 204 or 304, has no body whatever its Content-Length says
+        // (RFC 9110 §6.4.1).
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 200
+        let bodiless =
+            dataTask.currentRequest?.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204
+            || status == 304
+        let declared = bodiless ? 0 : response.expectedContentLength
         let encoded =
             (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")
             .map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false

@@ -159,7 +159,8 @@ final class Exchange: APICancellable, Sendable {
             finish(.failure(error))
             return
         }
-        let collector = BodyCollector(url: request.url, limit: options.maxResponseBodySize)
+        let collector = BodyCollector(
+            url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD)
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.cancelled else { return false }
@@ -277,12 +278,14 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     private let url: URL?
     private let limit: Int?
+    private let isHead: Bool
     private var head: HTTPResponseHead?
     private var body: ByteBuffer?
 
-    init(url: URL?, limit: Int?) {
+    init(url: URL?, limit: Int?, isHead: Bool) {
         self.url = url
         self.limit = limit
+        self.isHead = isHead
     }
 
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
@@ -306,9 +309,13 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         return applied.isEmpty || applied.count == 1 && (applied[0] == "gzip" || applied[0] == "deflate")
     }
 
-    /// The head's `Content-Length`, or 0.
+    /// The head's `Content-Length`, or 0; always 0 for a response that has no body whatever it says
+    /// (to a HEAD, and a 1xx, 204 or 304: RFC 9110 §6.4.1).
     private var announcedLength: Int {
-        head?.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
+        guard let head, !isHead, head.status.code >= 200, head.status.code != 204, head.status.code != 304 else {
+            return 0
+        }
+        return head.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
