@@ -50,18 +50,22 @@ expect_lines "$playground_output" \
     "   0.700s  #3  cart badge         ends: 200" \
     "3 of 3 screens loaded after 1 refresh(es)"
 echo "== Playground against the real server (--base-url)"
+# Every story's key lines in a live run ($1: the output, $2: the transport it names).
+expect_live_stories() {
+    expect_lines "$1" \
+        "live: $APIMANAGERKIT_TEST_SERVER on $2" \
+        "update quantity    starts" \
+        'search "swift"     ends: 200' \
+        "pull 2             ignored" \
+        "flaky GET          starts attempt 2" \
+        "reopen feed        ends: 200 from the cache, confirmed by a 304" \
+        'refresh starts: the server refused "expired"' \
+        "cart badge         ends: 200" \
+        "3 of 3 screens loaded after 1 refresh(es)"
+}
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"
-expect_lines "$live_output" \
-    "live: $APIMANAGERKIT_TEST_SERVER" \
-    "update quantity    starts" \
-    'search "swift"     ends: 200' \
-    "pull 2             ignored" \
-    "flaky GET          starts attempt 2" \
-    "reopen feed        ends: 200 from the cache, confirmed by a 304" \
-    'refresh starts: the server refused "expired"' \
-    "cart badge         ends: 200" \
-    "3 of 3 screens loaded after 1 refresh(es)"
+expect_live_stories "$live_output" urlsession
 if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1
@@ -118,15 +122,7 @@ echo "== Playground against the real server on AsyncHTTPClientTransport (--trans
 ahc_output=$(swift run --package-path Transports/AsyncHTTPClient --skip-build PlaygroundAHC \
     --base-url "$APIMANAGERKIT_TEST_SERVER" --transport ahc)
 echo "$ahc_output"
-expect_lines "$ahc_output" \
-    "live: $APIMANAGERKIT_TEST_SERVER on ahc" \
-    "update quantity    starts" \
-    'search "swift"     ends: 200' \
-    "pull 2             ignored" \
-    "flaky GET          starts attempt 2" \
-    "reopen feed        ends: 200 from the cache, confirmed by a 304" \
-    'refresh starts: the server refused "expired"' \
-    "3 of 3 screens loaded after 1 refresh(es)"
+expect_live_stories "$ahc_output" ahc
 
 echo "== Fuzzing: every target for 30 s from its committed corpus (a crash fails the run)"
 bash Scripts/fuzz.sh 30

@@ -280,6 +280,8 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     private let limit: Int?
     private let isHead: Bool
     private var head: HTTPResponseHead?
+    /// The head's `Content-Length`; 0 when it gives none or the response has no body.
+    private var announcedLength = 0
     private var body: ByteBuffer?
 
     init(url: URL?, limit: Int?, isHead: Bool) {
@@ -292,30 +294,23 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         self.head = head
         // SwiftNIO's decompressor decodes one gzip or deflate coding and passes anything else on
         // as it is: a body it cannot decode fails clearly instead of reaching a decoder as noise.
-        guard Self.decodes(head.headers[canonicalForm: "Content-Encoding"]) else {
+        let codings = head.headers[canonicalForm: "Content-Encoding"].map { $0.lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+        guard codings.isEmpty || codings.count == 1 && (codings[0] == "gzip" || codings[0] == "deflate") else {
             return task.eventLoop.makeFailedFuture(URLError(.cannotDecodeContentData))
+        }
+        // A response to a HEAD, and a 1xx, 204 or 304, has no body whatever its Content-Length says
+        // (RFC 9110 §6.4.1).
+        let status = head.status.code
+        if !isHead, status >= 200, status != 204, status != 304 {
+            announcedLength = head.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
         }
         // A length already past the limit stops the transfer before the body, as on
         // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
-        if let limit, !head.headers.contains(name: "Content-Encoding"), announcedLength > limit {
+        if let limit, codings.isEmpty, announcedLength > limit {
             return task.eventLoop.makeFailedFuture(APIError.responseTooLarge(limit: limit))
         }
         return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    /// Whether these content codings leave at most one gzip or deflate to undo.
-    static func decodes(_ codings: [Substring]) -> Bool {
-        let applied = codings.map { $0.lowercased() }.filter { !$0.isEmpty && $0 != "identity" }
-        return applied.isEmpty || applied.count == 1 && (applied[0] == "gzip" || applied[0] == "deflate")
-    }
-
-    /// The head's `Content-Length`, or 0; always 0 for a response that has no body whatever it says
-    /// (to a HEAD, and a 1xx, 204 or 304: RFC 9110 §6.4.1).
-    private var announcedLength: Int {
-        guard let head, !isHead, head.status.code >= 200, head.status.code != 204, head.status.code != 304 else {
-            return 0
-        }
-        return head.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
