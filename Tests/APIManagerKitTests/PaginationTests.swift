@@ -47,6 +47,19 @@ struct LinkHeaderTests {
         #expect(APILink.parse(header).map(\.target.absoluteString) == targets)
     }
 
+    /// Python requests' `test_parse_header_links` and RFC 8288 Appendix B: a bare `;` is an empty
+    /// parameter, dropped; the link stays (losing it would end pagination silently).
+    @Test(
+        arguments: [
+            (#"<https://x.test/items?page=2>; rel="next";"#, [["next"]]),
+            ("<https://x.test/a>;; rel=next ;", [["next"]]),
+            ("<https://x.test/a>; ; rel=next, <https://x.test/b>;", [["next"], []]),
+            ("<https://x.test/a>;", [[]]),
+        ] as [(String, [[String]])])
+    func anEmptyParameterIsDroppedAndTheLinkKept(header: String, relations: [[String]]) {
+        #expect(APILink.parse(header).map(\.relations) == relations)
+    }
+
     @Test func aRelativeTargetWithoutABaseIsLeftOut() {
         #expect(APILink.parse("</page/2>; rel=next").isEmpty)
     }

@@ -11,7 +11,7 @@ public func fuzzRetryAfter(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     if let delay = APIRetryPolicy.retryAfterDelay(text, now: now) {
         precondition(delay.isFinite && delay >= 0, "Retry-After \(text.debugDescription) gave \(delay)")
     }
-    if let date = HTTPDate.parse(text) {
+    if let date = HTTPDate.parse(text, now: now) {
         precondition(date.timeIntervalSince1970.isFinite, "HTTP date \(text.debugDescription) gave \(date)")
     }
     return 0

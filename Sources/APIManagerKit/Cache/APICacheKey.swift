@@ -45,7 +45,8 @@ public struct APICacheKey: Hashable, Sendable, Codable, CustomStringConvertible 
     }
 
     public var description: String {
-        "\(method) \(url)" + (bodyDigest.isEmpty ? "" : " body:\(bodyDigest.prefix(12))")
+        "\(method) \(URL(string: url).map { APISecrets.redacted($0) } ?? url)"
+            + (bodyDigest.isEmpty ? "" : " body:\(bodyDigest.prefix(12))")
             + (partition.isEmpty ? "" : " partition:\(partition)")
     }
 }

@@ -28,12 +28,12 @@ public struct APIEvent: Sendable, CustomStringConvertible {
     public let taskIdentifier: UInt64
     /// The attempt's number, 1 for the first.
     public let attempt: Int
-    /// The request as sent (headers included: redact with ``cURLDescription(revealingSecrets:)``);
-    /// `nil` when it could not be built.
+    /// The request as sent, secrets included: print ``description`` or
+    /// ``cURLDescription(revealingSecrets:)``, which redact them; `nil` when it could not be built.
     public let request: URLRequest?
     /// Seconds from handing the request to the transport to its answer; `nil` for `.started`.
     public let duration: TimeInterval?
-    /// Header names treated as secrets for this request.
+    /// Names treated as secrets for this request beyond the standard rule (see ``APISecrets``).
     let sensitiveHeaders: Set<String>
 
     init(
@@ -51,12 +51,13 @@ public struct APIEvent: Sendable, CustomStringConvertible {
     /// The request as a cURL command, secrets redacted unless `revealingSecrets` is `true`.
     public func cURLDescription(revealingSecrets: Bool = false) -> String {
         guard let request else { return "# the request could not be built" }
-        return request.cURLDescription(revealingSecrets: revealingSecrets, sensitiveHeaders: sensitiveHeaders)
+        return request.cURLDescription(revealingSecrets: revealingSecrets, secretNames: sensitiveHeaders)
     }
 
+    /// One line for a log, with the URL's secrets redacted (see ``APISecrets``).
     public var description: String {
         let method = request?.httpMethod ?? "?"
-        let url = request?.url.map { CURLCommand.redactedURL($0) } ?? "(no request)"
+        let url = request?.url.map { APISecrets.redacted($0, additionalNames: sensitiveHeaders) } ?? "(no request)"
         let suffix = "(task \(taskIdentifier), attempt \(attempt))"
         switch kind {
         case .started:

@@ -5,42 +5,68 @@ import FoundationNetworking
 #endif
 
 extension URLRequest {
-    /// The request as a `curl` command line that can be pasted into a shell.
+    /// The request as a `curl` command line that can be pasted into a POSIX shell as one command.
     ///
-    /// Secrets are replaced with `***` unless `revealingSecrets` is `true`: the values of
-    /// `Authorization`, `Proxy-Authorization`, `Cookie`, of headers whose names contain `token`,
-    /// `secret`, `password`, `api-key`, `apikey`, `auth` or `session`, of the names in
-    /// `sensitiveHeaders`, and a password in the URL. The same rule decides which headers a
-    /// redirect to another origin drops and which requests count as authenticated for the cache.
-    public func cURLDescription(revealingSecrets: Bool = false, sensitiveHeaders: Set<String> = []) -> String {
+    /// Secrets are replaced with `***` unless `revealingSecrets` is `true`, by the rule of
+    /// ``APISecrets``: header values, query values and form or JSON body fields whose names are
+    /// secret (`Authorization`, `X-API-Key`, `access_token`, `password`…, and the names in
+    /// `secretNames`), and the URL's user and password. The method is written whenever curl's own
+    /// would differ (`-X GET` for a GET with a body, `--head` for HEAD). A body that is not text
+    /// is piped in through `printf`, so the command still runs as pasted.
+    public func cURLDescription(revealingSecrets: Bool = false, secretNames: Set<String> = []) -> String {
         var parts = ["curl"]
-        let method = httpMethod ?? "GET"
-        if method != "GET" { parts.append("-X \(method)") }
-        let extra = Set(sensitiveHeaders.map { $0.lowercased() })
-        for (name, value) in (allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
-            let shown = !revealingSecrets && CredentialHeaders.isCredential(name, marked: extra) ? "***" : value
+        let method = (httpMethod ?? "GET").uppercased()
+        let body = httpBody.flatMap { $0.isEmpty ? nil : $0 }
+        if method == "HEAD" && body == nil {
+            parts.append("--head")
+        } else if method != "GET" || body != nil {
+            parts.append("-X " + CURLCommand.quoteIfNeeded(method))
+        }
+        let headers = (allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() })
+        for (name, value) in headers {
+            let shown =
+                !revealingSecrets && APISecrets.isSecret(name, additionalNames: secretNames) ? APISecrets.mask : value
             parts.append("-H " + CURLCommand.quote("\(name): \(shown)"))
         }
-        if let body = httpBody, !body.isEmpty {
-            if let text = String(data: body, encoding: .utf8) {
-                parts.append("--data-raw " + CURLCommand.quote(text))
+        var prefix = ""
+        if let body {
+            if let text = CURLCommand.printableText(body) {
+                let shown =
+                    revealingSecrets
+                    ? text
+                    : APISecrets.redactedBody(
+                        text, data: body, contentType: value(forHTTPHeaderField: "Content-Type"),
+                        additionalNames: secretNames)
+                parts.append("--data-raw " + CURLCommand.quote(shown))
             } else {
-                parts.append("--data-binary @- # \(body.count) bytes of binary data")
+                prefix = "printf " + CURLCommand.quote(CURLCommand.octalEscaped(body)) + " | "
+                parts.append("--data-binary @-")
             }
         }
-        let target = url.map { revealingSecrets ? $0.absoluteString : CURLCommand.redactedURL($0) } ?? ""
+        let target =
+            url.map { revealingSecrets ? $0.absoluteString : APISecrets.redacted($0, additionalNames: secretNames) }
+            ?? ""
         parts.append(CURLCommand.quote(target))
-        return parts.joined(separator: " \\\n\t")
+        return prefix + parts.joined(separator: " \\\n\t")
+    }
+
+    /// The request as a `curl` command; `sensitiveHeaders` are more secret names.
+    @available(*, deprecated, renamed: "cURLDescription(revealingSecrets:secretNames:)")
+    public func cURLDescription(revealingSecrets: Bool = false, sensitiveHeaders: Set<String>) -> String {
+        cURLDescription(revealingSecrets: revealingSecrets, secretNames: sensitiveHeaders)
     }
 }
 
 extension APIRequest {
     /// This request's `URLRequest` as a `curl` command, with its secrets (``authorization`` among
-    /// them) redacted unless `revealingSecrets` is `true`; see
-    /// `URLRequest.cURLDescription(revealingSecrets:sensitiveHeaders:)`.
-    public func cURLDescription(revealingSecrets: Bool = false) throws(APIError) -> String {
-        let sensitive: Set<String> = authorization.map { [$0.header.name] } ?? []
-        return try makeURLRequest().cURLDescription(revealingSecrets: revealingSecrets, sensitiveHeaders: sensitive)
+    /// them, and the names in `secretNames`) redacted unless `revealingSecrets` is `true`; see
+    /// `URLRequest.cURLDescription(revealingSecrets:secretNames:)`.
+    public func cURLDescription(revealingSecrets: Bool = false, secretNames: Set<String> = []) throws(APIError)
+        -> String
+    {
+        var names = secretNames
+        if let authorization { names.insert(authorization.header.name) }
+        return try makeURLRequest().cURLDescription(revealingSecrets: revealingSecrets, secretNames: names)
     }
 }
 
@@ -50,12 +76,31 @@ enum CURLCommand {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// The URL with any password replaced by `***`.
-    static func redactedURL(_ url: URL) -> String {
-        guard url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
-            return url.absoluteString
+    /// A method as it is when it is a plain token, else quoted.
+    static func quoteIfNeeded(_ token: String) -> String {
+        token.utf8.allSatisfy { ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D }
+            ? token : quote(token)
+    }
+
+    /// The body as text when it is UTF-8 without control characters other than tab, CR and LF
+    /// (a shell string cannot hold a NUL); `nil` otherwise.
+    static func printableText(_ body: Data) -> String? {
+        guard let text = String(data: body, encoding: .utf8) else { return nil }
+        let printable = text.unicodeScalars.allSatisfy { scalar in
+            scalar.value >= 0x20 && scalar.value != 0x7F || scalar == "\t" || scalar == "\n" || scalar == "\r"
         }
-        components.password = "***"
-        return components.string ?? url.absoluteString
+        return printable ? text : nil
+    }
+
+    /// Bytes as a `printf` format that prints them back: every byte as a three-digit octal escape
+    /// (POSIX `printf` understands `\ooo`; `%` is escaped too).
+    static func octalEscaped(_ body: Data) -> String {
+        var text = ""
+        text.reserveCapacity(body.count * 4)
+        for byte in body {
+            let octal = String(byte, radix: 8)
+            text += "\\" + String(repeating: "0", count: 3 - octal.count) + octal
+        }
+        return text
     }
 }

@@ -24,7 +24,8 @@ public struct APILink: Sendable, Hashable {
 
     /// The links of a `Link` header value (several header fields joined with commas are one value),
     /// in order. A link whose target is not a URL, or that is malformed (no `<…>`, a quoted string
-    /// that never ends), is left out; the rest of the value is still read.
+    /// that never ends), is left out; the rest of the value is still read. An empty parameter (a
+    /// trailing or doubled `;`) is dropped and its link kept.
     public static func parse(_ value: String, relativeTo base: URL? = nil) -> [APILink] {
         var reader = LinkReader(Array(value.unicodeScalars))
         var links: [APILink] = []
@@ -80,6 +81,9 @@ private struct LinkReader {
             }
             index += 1
             skip { $0 == " " || $0 == "\t" }
+            // An empty parameter (`…; rel="next";`, `;;`) is dropped and the link kept, as RFC
+            // 8288 Appendix B's algorithm and Python requests do.
+            if isAtEnd || scalars[index] == "," || scalars[index] == ";" { continue }
             let name = readToken().lowercased()
             guard !name.isEmpty else {
                 skipToNextLink()

@@ -27,7 +27,7 @@ public enum APIPaginationError: Error, Sendable, Hashable, CustomStringConvertib
 
     public var description: String {
         switch self {
-        case .loop(let url): return "the pages loop: the next link leads back to \(url.absoluteString)"
+        case .loop(let url): return "the pages loop: the next link leads back to \(APISecrets.redacted(url))"
         }
     }
 }

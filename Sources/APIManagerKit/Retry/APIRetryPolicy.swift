@@ -118,14 +118,16 @@ public struct APIRetryPolicy: Sendable, Hashable {
         }
     }
 
-    /// The delay a `Retry-After` value asks for (RFC 9110 §10.2.3): a number of seconds, or an HTTP
-    /// date, whose delay is counted from `now` and is never negative. `nil` when it is neither.
+    /// The delay a `Retry-After` value asks for (RFC 9110 §10.2.3): a number of seconds (digits
+    /// only, `delay-seconds = 1*DIGIT`: no sign, no fraction), or an HTTP date, whose delay is
+    /// counted from `now` and is never negative. `nil` when it is neither.
     public static func retryAfterDelay(_ value: String, now: Date) -> TimeInterval? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed) {
-            return seconds >= 0 ? TimeInterval(seconds) : nil
+        if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            // Too many digits for an Int is still a number of seconds: a very long wait.
+            return Int(trimmed).map(TimeInterval.init) ?? .greatestFiniteMagnitude
         }
-        guard let date = HTTPDate.parse(trimmed) else { return nil }
+        guard let date = HTTPDate.parse(trimmed, now: now) else { return nil }
         return max(0, date.timeIntervalSince(now))
     }
 }

@@ -5,14 +5,16 @@ import Foundation
 /// and a server's header must never do that.
 ///
 /// - IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
-/// - obsolete RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT` (a two-digit year below 50 is 20xx, else 19xx)
+/// - obsolete RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`; its two-digit year is the latest year with
+///   those digits that is not more than 50 years after `now` (RFC 9110 §5.6.7)
 /// - asctime: `Sun Nov  6 08:49:37 1994`
 enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
     private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
-    static func parse(_ string: String) -> Date? {
+    /// - Parameter now: the date that an RFC 850 date's two-digit year is read relative to.
+    static func parse(_ string: String, now: Date) -> Date? {
         guard string.utf8.count <= 64, string.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         let tokens = string.lowercased().split(separator: " ")
         switch tokens.count {
@@ -28,8 +30,7 @@ enum HTTPDate {
                 parts.count == 3, let day = number(parts[0], digits: 2...2), let month = month(parts[1]),
                 let shortYear = number(parts[2], digits: 2...2)
             else { return nil }
-            return date(
-                year: shortYear < 50 ? 2000 + shortYear : 1900 + shortYear, month: month, day: day, time: tokens[2])
+            return rfc850Date(shortYear: shortYear, month: month, day: day, time: tokens[2], now: now)
         case 5:  // asctime
             guard shortDays.contains(String(tokens[0])), let month = month(tokens[1]),
                 let day = number(tokens[2], digits: 1...2), let year = number(tokens[4], digits: 4...4)
@@ -38,6 +39,40 @@ enum HTTPDate {
         default:
             return nil
         }
+    }
+
+    /// Fifty years of 365.2425 days, in seconds.
+    private static let fiftyYears: TimeInterval = 50 * 365.2425 * 86_400
+
+    /// The latest date with the two-digit year that is not more than 50 years after `now`: "a
+    /// timestamp that appears to be more than 50 years in the future" is "the most recent year in
+    /// the past that had the same last two digits". So, read in 2026, `60` is 2060 and `77` is 1977.
+    private static func rfc850Date(shortYear: Int, month: Int, day: Int, time: Substring, now: Date) -> Date? {
+        let seconds = now.timeIntervalSince1970
+        guard seconds.isFinite, abs(seconds) < 1e12 else { return nil }
+        let currentYear = year(ofDaysSinceEpoch: Int((seconds / 86_400).rounded(.down)))
+        let century = currentYear - ((currentYear % 100) + 100) % 100
+        for year in [century + 100 + shortYear, century + shortYear, century - 100 + shortYear] {
+            // A date that does not exist that year (29 February) is tried a century earlier.
+            if let date = date(year: year, month: month, day: day, time: time),
+                date.timeIntervalSince(now) <= fiftyYears
+            {
+                return date
+            }
+        }
+        return nil
+    }
+
+    /// The proleptic Gregorian year of a day counted from 1970-01-01 (H. Hinnant's
+    /// `civil_from_days`).
+    private static func year(ofDaysSinceEpoch days: Int) -> Int {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
     }
 
     private static func month(_ token: Substring) -> Int? {

@@ -15,7 +15,9 @@ extension APIEngine {
     /// check → cache lookup → transport. Without an authentication and interceptors, the middle
     /// steps are skipped without a look at them.
     func performStart(_ task: AnyAPITask, attempt: Int, isReplay: Bool = false) {
-        switch BuildRequestStage.run(task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders) {
+        switch BuildRequestStage.run(
+            task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, secretNames: secretNames)
+        {
         case .success(let built):
             let step = AttemptStep(task: task, number: attempt, isReplay: isReplay)
             if authentication == nil && adapters.isEmpty && inspectors.isEmpty {

@@ -53,6 +53,7 @@ public final class APIEngine: @unchecked Sendable {
 
     private var delivery: APIDelivery
     private var monitor: (@Sendable (APIEvent) -> Void)?
+    private var extraSecretNames: Set<String> = []
     private weak var delegateObject: AnyObject?
     private var nextIdentifier: UInt64 = 0
     /// The scheduling rules and their state (see ``SchedulingMachine``).
@@ -121,6 +122,16 @@ public final class APIEngine: @unchecked Sendable {
     public var eventMonitor: (@Sendable (APIEvent) -> Void)? {
         get { lock.withLock { monitor } }
         set { lock.withLock { monitor = newValue } }
+    }
+
+    /// Names of headers, query items and body fields that hold secrets beyond the standard rule of
+    /// ``APISecrets`` (`["X-Tenant-Pin", "otp"]`); empty unless set. Settable at any time, for
+    /// attempts built afterwards: their values are redacted in events and cURL descriptions, such
+    /// headers are dropped on a redirect or a followed link to another origin, and a request
+    /// carrying one is cached in its own partition, like a credential.
+    public var secretNames: Set<String> {
+        get { lock.withLock { extraSecretNames } }
+        set { lock.withLock { extraSecretNames = newValue } }
     }
 
     /// The delegate, held weakly. Set it through ``APIManager/delegate``.

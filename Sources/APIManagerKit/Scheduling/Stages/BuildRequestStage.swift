@@ -16,11 +16,12 @@ enum BuildRequestStage {
     }
 
     static func run(
-        _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders
+        _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders,
+        secretNames: Set<String>
     ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try task.makeURLRequest()
-            var sensitiveHeaders = task.sensitiveHeaders
+            var sensitiveHeaders = task.sensitiveHeaders.union(secretNames)
             if let persistedHeaders {
                 persistedHeaders.apply(to: &request)
                 sensitiveHeaders.formUnion(persistedHeaders.names)

@@ -1,0 +1,150 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The one rule for what is secret in a request. It decides, everywhere alike, what cURL
+/// descriptions, ``APIEvent`` lines and error descriptions print as `***`, which headers a redirect
+/// (or a `next` link) to another origin drops, and which requests count as authenticated for the
+/// response cache.
+///
+/// A name (of a header, a query item, or a key of a form or JSON body, at any depth) is secret when:
+/// - it is `Authorization`, `Proxy-Authorization`, `Cookie` or `Set-Cookie`;
+/// - written without case, `-`, `_` and `.`, it contains `token`, `secret`, `password`, `passwd`,
+///   `apikey`, `auth`, `session`, `signature`, `credential` or `privatekey` (`X-Auth-Token`,
+///   `api_key`, `access_token`, `client_secret`, `X-Amz-Signature`);
+/// - it is `key`, `sig`, `pwd`, `pass` or `jwt`;
+/// - or it is one of the names added: a request's ``APIAuthorization`` header, persisted auth
+///   headers, whatever an authenticator sets, and ``APIEngine/secretNames``.
+///
+/// The user and password of a URL are always secret.
+///
+/// ```swift
+/// APISecrets.isSecret("X-API-Key")                        // true
+/// APISecrets.redacted(URL(string: "https://u:p@a.test/?api_key=k&page=2")!)
+/// // "https://***:***@a.test/?api_key=***&page=2"
+/// ```
+public enum APISecrets {
+    /// Names that are secret whatever their fragments, lower-cased.
+    public static let standardNames: Set<String> = [
+        "authorization", "proxy-authorization", "cookie", "set-cookie", "key", "sig", "pwd", "pass", "jwt",
+    ]
+
+    /// Fragments that make a name secret, matched against the name lower-cased without `-`, `_`
+    /// and `.`.
+    public static let nameFragments = [
+        "token", "secret", "password", "passwd", "apikey", "auth", "session", "signature", "credential",
+        "privatekey",
+    ]
+
+    /// What a secret value is printed as.
+    public static let mask = "***"
+
+    /// Whether a header, query item or body key of this name holds a secret.
+    /// - Parameter additionalNames: more names that are secret, in any case.
+    public static func isSecret(_ name: String, additionalNames: Set<String> = []) -> Bool {
+        let lowered = name.lowercased()
+        if standardNames.contains(lowered) { return true }
+        if !additionalNames.isEmpty, additionalNames.contains(where: { $0.lowercased() == lowered }) { return true }
+        let squeezed = String(lowered.unicodeScalars.filter { $0 != "-" && $0 != "_" && $0 != "." })
+        return nameFragments.contains { squeezed.contains($0) }
+    }
+
+    /// The URL as text with its user, password and secret query values replaced by ``mask``.
+    public static func redacted(_ url: URL, additionalNames: Set<String> = []) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+            return url.absoluteString
+        }
+        var changed = false
+        if components.percentEncodedUser != nil {
+            components.percentEncodedUser = mask
+            changed = true
+        }
+        if components.percentEncodedPassword != nil {
+            components.percentEncodedPassword = mask
+            changed = true
+        }
+        if let query = components.percentEncodedQuery {
+            let redactedQuery = redactedPairs(query, additionalNames: additionalNames)
+            if redactedQuery != query {
+                components.percentEncodedQuery = redactedQuery
+                changed = true
+            }
+        }
+        guard changed else { return url.absoluteString }
+        return components.string ?? url.absoluteString
+    }
+
+    /// `name=value&…` (a query or a form body) with the values of secret names replaced.
+    static func redactedPairs(_ text: String, additionalNames: Set<String>) -> String {
+        var changed = false
+        let pairs = text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> Substring in
+            guard let equals = pair.firstIndex(of: "=") else { return pair }
+            let rawName = pair[..<equals]
+            let name =
+                String(rawName).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+                ?? String(rawName)
+            guard isSecret(name, additionalNames: additionalNames) || isSecretNested(name, additionalNames) else {
+                return pair
+            }
+            changed = true
+            return rawName + "=" + mask
+        }
+        return changed ? pairs.joined(separator: "&") : text
+    }
+
+    /// A nested form key (`user[password]`, `a.b`): secret when any of its parts is.
+    private static func isSecretNested(_ name: String, _ additionalNames: Set<String>) -> Bool {
+        let parts = name.split(whereSeparator: { $0 == "[" || $0 == "]" })
+        return parts.count > 1 && parts.contains { isSecret(String($0), additionalNames: additionalNames) }
+    }
+
+    /// A JSON body with the values of secret keys replaced, at any depth; `nil` when it is not
+    /// JSON or has nothing to hide (print it as it is).
+    static func redactedJSON(_ body: Data, additionalNames: Set<String>) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) else {
+            return nil
+        }
+        var changed = false
+        let redacted = redact(object, additionalNames, &changed)
+        guard changed,
+            let data = try? JSONSerialization.data(withJSONObject: redacted, options: [.sortedKeys, .fragmentsAllowed])
+        else { return nil }
+        return String(data: data, encoding: .utf8)
+    }
+
+    private static func redact(_ value: Any, _ additionalNames: Set<String>, _ changed: inout Bool) -> Any {
+        if let object = value as? [String: Any] {
+            var result: [String: Any] = [:]
+            for (key, member) in object {
+                if isSecret(key, additionalNames: additionalNames) {
+                    result[key] = mask
+                    changed = true
+                } else {
+                    result[key] = redact(member, additionalNames, &changed)
+                }
+            }
+            return result
+        }
+        if let array = value as? [Any] {
+            return array.map { redact($0, additionalNames, &changed) }
+        }
+        return value
+    }
+
+    /// A body as text for a log, secrets replaced: form and JSON bodies are read by their
+    /// `Content-Type` (JSON is also recognised without one); any other text is shown as it is.
+    static func redactedBody(_ text: String, data: Data, contentType: String?, additionalNames: Set<String>)
+        -> String
+    {
+        let type = contentType?.lowercased() ?? ""
+        if type.contains("application/x-www-form-urlencoded") {
+            return redactedPairs(text, additionalNames: additionalNames)
+        }
+        if type.isEmpty || type.contains("json") {
+            return redactedJSON(data, additionalNames: additionalNames) ?? text
+        }
+        return text
+    }
+}
