@@ -53,6 +53,53 @@ struct LenientMappingTests {
         #expect(throws: APIMappingError.self) { try map.value("s", as: Date.self, dateFormat: .iso8601) }
     }
 
+    /// BetterCodable's and Go's strconv cases: a number that does not fit the asked type fails
+    /// with its key path, never a silently different value (`Int.min`, `0`).
+    @Test(
+        arguments: [
+            ("-9223372036854775809", "Int"), ("9223372036854775808", "Int"), ("1e-400", "Int"), ("1e400", "Int"),
+            ("1e-400", "Double"), ("1e400", "Double"), ("-1e-400", "Double"), (#""-9223372036854775809""#, "Int"),
+            (#""1e-400""#, "Double"), (#""1e-400""#, "Int"), (#""1e400""#, "Double"), ("1e19", "Int"),
+            ("1e400", "String"), ("1e-400", "String"), ("1e400", "Date"),
+        ] as [(String, String)])
+    func aNumberThatDoesNotFitIsAnErrorAtItsKeyPath(json: String, type: String) throws {
+        let map = try map(#"{"data":{"items":[{"n":\#(json)}]}}"#)
+        let error = #expect(throws: APIMappingError.self) {
+            switch type {
+            case "Int": _ = try map.value("data.items.0.n", as: Int.self)
+            case "Double": _ = try map.value("data.items.0.n", as: Double.self)
+            case "Date": _ = try map.value("data.items.0.n", as: Date.self)
+            default: _ = try map.value("data.items.0.n", as: String.self)
+            }
+        }
+        #expect(error?.keyPath == "data.items.0.n")
+    }
+
+    @Test func numbersAtTheEdgeOfTheirTypeStillFit() throws {
+        let map = try map(
+            #"{"min":-9223372036854775808,"max":9223372036854775807,"tiny":5e-324,"zero":0e-400,"big":1e308,"#
+                + #""exact":9007199254740992.0,"text":"0.000e5"}"#)
+        #expect(try map.value("min", as: Int.self) == Int.min)
+        #expect(try map.value("max", as: Int.self) == Int.max)
+        #expect(try map.value("tiny", as: Double.self) == 5e-324)
+        #expect(try map.value("zero", as: Double.self) == 0)
+        #expect(try map.value("big", as: Double.self) == 1e308)
+        #expect(try map.value("exact", as: Int.self) == 9_007_199_254_740_992)
+        #expect(try map.value("text", as: Double.self) == 0)
+    }
+
+    /// A run of 19 letters made the digit reader overflow and trap; any pattern is refused with a
+    /// reason, never a crash.
+    @Test(arguments: [String(repeating: "y", count: 19), String(repeating: "S", count: 40), "yyyy-'MM", "dd.MMMMMMMMMM"])
+    func aPatternThatReadsNoDateIsAClearError(pattern: String) throws {
+        let map = try map(#"{"d":"\#(String(repeating: "1", count: 30))"}"#)
+        let error = #expect(throws: APIMappingError.self) {
+            try map.value("d", as: Date.self, dateFormat: .pattern(pattern))
+        }
+        #expect(error?.expected.contains("reads none") == true)
+        #expect(error?.keyPath == "d")
+    }
+
     enum Role: String, APILenientValue { case admin, member }
     enum Level: Int, APILenientValue {
         case low = 1

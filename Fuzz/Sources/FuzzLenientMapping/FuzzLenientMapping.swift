@@ -24,6 +24,13 @@ public func fuzzLenientMapping(_ start: UnsafeRawPointer, _ count: Int) -> CInt 
         check(Date.self)
         check(Date.self, format: .pattern("yyyy-MM-dd'T'HH:mm:ss.SXXX"))
         check([[String?]].self)
+        // The input's first bytes as a pattern too: no pattern may crash (a run of 19 letters did).
+        check(Date.self, format: .pattern(String(decoding: data.prefix(48), as: UTF8.self)))
+        if case .double(let double)? = APIMap.lookUp(path, in: map.root), double.isNaN {
+            // A number out of every type's range fits none of them.
+            precondition((try? map.value(path, as: Int.self)) == nil, "an out-of-range number became an Int")
+            precondition((try? map.value(path, as: Double.self)) == nil, "an out-of-range number became a Double")
+        }
     }
     return 0
 }

@@ -9,7 +9,9 @@ public enum APIValue: Sendable, Hashable {
     case string(String)
     /// A whole number.
     case int(Int)
-    /// A number with a fraction.
+    /// A number with a fraction, or a whole number too large for an `Int`. A JSON number beyond
+    /// every Swift number's range (`1e400`, `1e-400`) decodes as `.double(.nan)`, which lenient
+    /// mapping refuses for every type.
     case double(Double)
     /// `true` or `false`.
     case bool(Bool)
@@ -64,15 +66,21 @@ extension APIValue: Codable {
         } else if let bool = try? container.decode(Bool.self) {
             self = .bool(bool)
         } else if let int = try? container.decode(Int.self) {
-            self = .int(int)
+            // JSONDecoder reads a number too small for a Double (`1e-400`) as the Int 0; a real
+            // integer also reads as a Double.
+            self = (try? container.decode(Double.self)) == nil ? .double(.nan) : .int(int)
         } else if let double = try? container.decode(Double.self) {
             self = .double(double)
         } else if let string = try? container.decode(String.self) {
             self = .string(string)
         } else if let array = try? container.decode([APIValue].self) {
             self = .array(array)
+        } else if let object = try? container.decode([String: APIValue].self) {
+            self = .object(object)
         } else {
-            self = .object(try container.decode([String: APIValue].self))
+            // Every JSON value but a number out of every Swift number's range (`1e400`) reads as
+            // one of the above.
+            self = .double(.nan)
         }
     }
 

@@ -17,7 +17,9 @@ public enum APIDateFormat: Sendable, Hashable, CustomStringConvertible {
     /// (fraction digits), `Z` or `XXX` (zone: `Z`, `+hh:mm`, `+hhmm`); any other character must
     /// appear as it is, and text in single quotes is literal (`"dd.MM.yyyy HH:mm"`,
     /// `"yyyy-MM-dd'T'HH:mm:ssZ"`). Parsed by this package, never by `DateFormatter` (which stops
-    /// the process on some malformed input on Linux).
+    /// the process on some malformed input on Linux). A pattern with a run of more than 9 of the
+    /// field letters (`yyyyyyyyyy`), longer than 128 bytes, or with a quote that never closes reads
+    /// no date: mapping fails with an ``APIMappingError`` that names the pattern's fault.
     case pattern(String)
 
     public var description: String {
@@ -53,8 +55,8 @@ public enum APIDateFormat: Sendable, Hashable, CustomStringConvertible {
     private static func number(_ value: APIValue) -> Double? {
         switch value {
         case .int(let int): return Double(int)
-        case .double(let double): return double
-        case .string(let text): return Double(text.trimmingCharacters(in: .whitespaces))
+        case .double(let double): return double.isFinite ? double : nil
+        case .string(let text): return LenientNumber.double(text.trimmingCharacters(in: .whitespaces))
         default: return nil
         }
     }
@@ -79,10 +81,37 @@ public enum APIDateFormat: Sendable, Hashable, CustomStringConvertible {
 
 /// Reads a date in a fixed pattern by hand (see ``APIDateFormat/pattern(_:)``).
 enum DatePattern {
+    /// The most letters in a run of a field letter: a field of more digits is no date.
+    static let longestRun = 9
+
+    /// Why `pattern` can read no date; `nil` when it is a usable pattern.
+    static func fault(in pattern: String) -> String? {
+        let bytes = Array(pattern.utf8)
+        guard bytes.count <= 128 else { return "it is longer than 128 bytes" }
+        var index = 0
+        while index < bytes.count {
+            let letter = bytes[index]
+            if letter == UInt8(ascii: "'") {
+                guard let close = bytes[(index + 1)...].firstIndex(of: UInt8(ascii: "'")) else {
+                    return "a quote never closes"
+                }
+                index = close + 1
+                continue
+            }
+            var run = 1
+            while index + run < bytes.count && bytes[index + run] == letter { run += 1 }
+            if "yMdHmsS".utf8.contains(letter) && run > longestRun {
+                return "a run of \(run) '\(Character(Unicode.Scalar(letter)))' (at most \(longestRun))"
+            }
+            index += run
+        }
+        return nil
+    }
+
     static func parse(_ text: String, pattern: String) -> Date? {
         let input = Array(text.utf8)
+        guard input.count <= 128, fault(in: pattern) == nil else { return nil }
         let pattern = Array(pattern.utf8)
-        guard input.count <= 128, pattern.count <= 128 else { return nil }
         var fields: [UInt8: Int] = [:]
         var fraction = 0.0
         var offset = 0
@@ -150,10 +179,11 @@ enum DatePattern {
         return date.addingTimeInterval(fraction - Double(offset))
     }
 
+    /// At most `maximum` digits (never more than 18, so the value fits an `Int`).
     private static func digits(_ input: [UInt8], from start: Int, minimum: Int, maximum: Int) -> (Int, Int)? {
         var value = 0
         var length = 0
-        while start + length < input.count, length < maximum,
+        while start + length < input.count, length < min(maximum, 18),
             let digit = Int(exactly: input[start + length]).map({ $0 - 48 }), (0...9).contains(digit)
         {
             value = value * 10 + digit

@@ -41,32 +41,40 @@ extension Bool: APILenientValue {
 }
 
 extension Int: APILenientValue {
-    /// A whole number, or a string holding one; a double with no fraction within range.
+    /// A whole number, or a string holding one; a number with a zero fraction (`4.0`, `"4e2"`) up to
+    /// 2^53 in size, where a `Double` still holds every whole number exactly. A number that does
+    /// not fit (`-9223372036854775809`, `1e-400`) is an error, never a different value.
     public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Int {
         switch value {
         case .int(let int): return int
         case .double(let double):
-            if double.rounded() == double, let int = Int(exactly: double) { return int }
+            if let int = exactInt(double) { return int }
         case .string(let text):
             let trimmed = text.trimmingCharacters(in: .whitespaces)
             if let int = Int(trimmed) { return int }
-            if let double = Double(trimmed), double.rounded() == double, let int = Int(exactly: double) { return int }
+            if let double = LenientNumber.double(trimmed), let int = exactInt(double) { return int }
         default: break
         }
         throw context.mismatch(lenientDescription, value)
+    }
+
+    private static func exactInt(_ double: Double) -> Int? {
+        guard double.isFinite, abs(double) <= 9_007_199_254_740_992, double.rounded() == double else { return nil }
+        return Int(exactly: double)
     }
 
     public static var lenientDescription: String { "Int" }
 }
 
 extension Double: APILenientValue {
-    /// A number, or a string holding a finite one.
+    /// A number, or a string holding one, within `Double`'s range: a number too large (`1e400`) or
+    /// too small (`1e-400`, which would round to zero) is an error.
     public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Double {
         switch value {
         case .int(let int): return Double(int)
-        case .double(let double): return double
+        case .double(let double) where double.isFinite: return double
         case .string(let text):
-            if let double = Double(text.trimmingCharacters(in: .whitespaces)), double.isFinite { return double }
+            if let double = LenientNumber.double(text.trimmingCharacters(in: .whitespaces)) { return double }
         default: break
         }
         throw context.mismatch(lenientDescription, value)
@@ -81,10 +89,10 @@ extension String: APILenientValue {
         switch value {
         case .string(let text): return text
         case .int(let int): return String(int)
-        case .double(let double):
+        case .double(let double) where double.isFinite:
             return double.rounded() == double && abs(double) < 1e15 ? String(Int(double)) : "\(double)"
         case .bool(let bool): return bool ? "true" : "false"
-        default: throw context.mismatch(lenientDescription, value)
+        case .double, .array, .object, .null: throw context.mismatch(lenientDescription, value)
         }
     }
 
@@ -108,6 +116,12 @@ extension URL: APILenientValue {
 extension Date: APILenientValue {
     /// In the context's ``APIDateFormat``.
     public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Date {
+        if case .pattern(let pattern) = context.dateFormat, let fault = DatePattern.fault(in: pattern) {
+            throw APIMappingError(
+                keyPath: context.keyPath,
+                expected: "a date, but the pattern \(pattern.prefix(40).debugDescription) reads none: \(fault)",
+                found: APIMappingError.describe(value))
+        }
         if let date = context.dateFormat.date(from: value) { return date }
         throw context.mismatch(context.dateFormat.description, value)
     }
@@ -161,4 +175,18 @@ extension APILenientValue where Self: RawRepresentable, RawValue: APILenientValu
     }
 
     public static var lenientDescription: String { "a raw value of \(Self.self)" }
+}
+
+/// Numbers written as text.
+enum LenientNumber {
+    /// The finite `Double` a string holds; `nil` when it holds none, or one out of range: too large
+    /// (infinite) or too small (a number with a non-zero digit that rounds to zero).
+    static func double(_ text: String) -> Double? {
+        guard let double = Double(text), double.isFinite else { return nil }
+        if double == 0 {
+            let mantissa = text.prefix { $0 != "e" && $0 != "E" }
+            guard mantissa.allSatisfy({ !("1"..."9").contains($0) }) else { return nil }
+        }
+        return double
+    }
 }

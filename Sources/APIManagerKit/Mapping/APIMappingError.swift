@@ -27,7 +27,7 @@ public struct APIMappingError: Error, Sendable, Hashable, CustomStringConvertibl
         case .null?: return "null"
         case .bool(let bool)?: return "the boolean \(bool)"
         case .int(let int)?: return "the number \(int)"
-        case .double(let double)?: return "the number \(double)"
+        case .double(let double)?: return double.isFinite ? "the number \(double)" : "a number out of range"
         case .string(let string)?:
             let excerpt = string.count > 40 ? String(string.prefix(40)) + "…" : string
             return "the string \(excerpt.debugDescription)"
