@@ -90,7 +90,9 @@ struct LenientMappingTests {
 
     /// A run of 19 letters made the digit reader overflow and trap; any pattern is refused with a
     /// reason, never a crash.
-    @Test(arguments: [String(repeating: "y", count: 19), String(repeating: "S", count: 40), "yyyy-'MM", "dd.MMMMMMMMMM"])
+    @Test(arguments: [
+        String(repeating: "y", count: 19), String(repeating: "S", count: 40), "yyyy-'MM", "dd.MMMMMMMMMM",
+    ])
     func aPatternThatReadsNoDateIsAClearError(pattern: String) throws {
         let map = try map(#"{"d":"\#(String(repeating: "1", count: 30))"}"#)
         let error = #expect(throws: APIMappingError.self) {

@@ -48,4 +48,51 @@ struct StatusCodesTests {
         #expect(api.send(ConflictTolerant(path: "conflict")).state.description == "finished")
         #expect(api.send(ConflictTolerant(path: "created")).state.name == "status(201)")
     }
+
+    /// The first release declared `acceptableStatusCodes` as `Range<Int>`; such a declaration (and
+    /// the other collections of codes) is read, not silently replaced by the default.
+    @Test func aRequestDeclaringItsCodesAsARangeOrCollectionIsHeard() {
+        struct AsRange: APIRequest {
+            let url = testBaseURL
+            var path: String
+            var acceptableStatusCodes: Range<Int> { 200..<202 }
+        }
+        struct AsClosedRange: APIRequest {
+            let url = testBaseURL
+            var path: String
+            var acceptableStatusCodes: ClosedRange<Int> { 200...201 }
+        }
+        struct AsArray: APIRequest {
+            let url = testBaseURL
+            var path: String
+            var acceptableStatusCodes: [Int] { [200, 201] }
+        }
+        struct AsSet: APIRequest {
+            let url = testBaseURL
+            var path: String
+            var acceptableStatusCodes: Set<Int> { [200, 201] }
+        }
+        func outcomes<Request: APIRequest>(_ make: (String) -> Request) -> [String] {
+            let clock = TestClock()
+            let transport = MockTransport(clock: clock)
+            transport.stub(nil, "/created", .status(201))
+            transport.stub(nil, "/accepted", .status(202))
+            let api = RawAPI<Request>(
+                engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            return ["created", "accepted"].map { api.send(make($0)).state.name }
+        }
+        let expected = ["finished", "status(202)"]
+        #expect(outcomes { AsRange(path: $0) } == expected)
+        #expect(outcomes { AsClosedRange(path: $0) } == expected)
+        #expect(outcomes { AsArray(path: $0) } == expected)
+        #expect(outcomes { AsSet(path: $0) } == expected)
+        #expect(AsRange(path: "").acceptableStatusCodes.statusCodes == APIStatusCodes(200..<202))
+    }
+}
+
+/// A manager of any request type whose response is the raw response.
+final class RawAPI<Request: APIRequest>: APIManager {
+    typealias Response = APIRawResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
 }

@@ -14,7 +14,7 @@ extension APIManager {
     }
 
     public func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response {
-        guard task.request.acceptableStatusCodes.contains(raw.statusCode) else {
+        guard task.request.acceptableStatusCodes.statusCodes.contains(raw.statusCode) else {
             throw APIError.unacceptableStatus(raw, message: errorMessage(in: raw))
         }
         return try Response(from: raw)

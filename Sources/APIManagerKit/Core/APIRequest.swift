@@ -51,10 +51,15 @@ public protocol APIRequest: Sendable {
     /// ``APIManager/send(_:)``; past it the task fails with ``APIError/timedOut(deadline:attempts:)``.
     /// `nil` (no deadline) unless overridden.
     var deadline: TimeInterval? { get }
+    /// The type ``acceptableStatusCodes`` is declared as: ``APIStatusCodes`` unless a conforming
+    /// type declares a `Range<Int>`, `ClosedRange<Int>`, `Set<Int>` or `[Int]` instead (inferred).
+    associatedtype AcceptableStatusCodes: APIStatusCodesConvertible = APIStatusCodes
     /// The statuses the default ``APIManager/response(for:from:)`` accepts; any other fails the
     /// attempt with ``APIError/unacceptableStatus(_:message:)``. ``APIStatusCodes/success``
-    /// (`200..<300`) unless overridden; ranges, single codes (`[200, 304]`) or both.
-    var acceptableStatusCodes: APIStatusCodes { get }
+    /// (`200..<300`) unless overridden; ranges, single codes (`[200, 304]`) or both. A declaration
+    /// as `Range<Int>` (as the first release had it), `ClosedRange<Int>`, `Set<Int>` or `[Int]`
+    /// works too.
+    var acceptableStatusCodes: AcceptableStatusCodes { get }
     /// How the task uses the engine's ``APIResponseCache``. `.networkOnly` unless overridden.
     var cacheOption: APICacheOption { get }
     /// Whether a successful response is stored in the engine's cache. `true` unless overridden.
@@ -96,7 +101,6 @@ extension APIRequest {
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }
-    public var acceptableStatusCodes: APIStatusCodes { .success }
     public var cacheOption: APICacheOption { .networkOnly }
     public var shouldSaveInCache: Bool { true }
     public var cachePartition: String? { nil }
@@ -150,4 +154,8 @@ extension CharacterSet {
 public enum APIRequestDefaults {
     /// 64 MiB: the default ``APIRequest/maxResponseBodySize``.
     public static let maxResponseBodySize = 64 << 20
+}
+
+extension APIRequest where AcceptableStatusCodes == APIStatusCodes {
+    public var acceptableStatusCodes: APIStatusCodes { .success }
 }

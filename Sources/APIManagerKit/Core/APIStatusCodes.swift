@@ -67,3 +67,35 @@ public struct APIStatusCodes: Sendable, Hashable, ExpressibleByArrayLiteral, Cus
         ranges = kept.sorted { $0.lowerBound < $1.lowerBound }
     }
 }
+
+/// What ``APIRequest/acceptableStatusCodes`` may be declared as: an ``APIStatusCodes``, or a
+/// `Range<Int>`, `ClosedRange<Int>`, `Set<Int>` or `[Int]`, each read as the codes it holds.
+public protocol APIStatusCodesConvertible: Sendable {
+    /// The codes, as an ``APIStatusCodes``.
+    var statusCodes: APIStatusCodes { get }
+}
+
+extension APIStatusCodes: APIStatusCodesConvertible {
+    /// Itself.
+    public var statusCodes: APIStatusCodes { self }
+}
+
+extension Range: APIStatusCodesConvertible where Bound == Int {
+    /// Every code in the range.
+    public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
+}
+
+extension ClosedRange: APIStatusCodesConvertible where Bound == Int {
+    /// Every code in the range.
+    public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
+}
+
+extension Set: APIStatusCodesConvertible where Element == Int {
+    /// Exactly these codes.
+    public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
+}
+
+extension Array: APIStatusCodesConvertible where Element == Int {
+    /// Exactly these codes.
+    public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
+}
