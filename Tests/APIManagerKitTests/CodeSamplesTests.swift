@@ -19,6 +19,7 @@ struct CartRequest: APIRequest {
     var body: APIRequestBody?
     var concurrencyPolicy: APIConcurrencyPolicy { .waitUntilDone }
     var retryPolicy: APIRetryPolicy? { APIRetryPolicy(maxAttempts: 3, retriesNonIdempotentRequests: true) }
+    var idempotencyKey: APIIdempotencyKey? { .standard }  // one key per add, the same on every retry
 
     static func add(_ item: CartItem) throws -> CartRequest {
         CartRequest(method: .post, body: try .json(item))

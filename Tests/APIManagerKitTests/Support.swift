@@ -22,6 +22,7 @@ struct TestRequest: APIRequest {
     var shouldSaveInCache = true
     var cachePartition: String?
     var cachesAuthenticatedResponses = false
+    var idempotencyKey: APIIdempotencyKey?
 
     init(
         _ path: String, _ policy: APIConcurrencyPolicy = .default, scope: String? = nil, method: HTTPMethod = .get,

@@ -68,9 +68,8 @@ public protocol APIRequest: Sendable {
     /// to another. `nil` (shared) unless overridden.
     var cachePartition: String? { get }
     /// Whether a response to a request that carries credentials may be stored. `false` unless
-    /// overridden. Credentials are `Authorization`, `Proxy-Authorization`, `Cookie`, a custom auth
-    /// header, persisted auth headers, and any header whose name contains `token`, `secret`,
-    /// `password`, `api-key`, `apikey`, `auth` or `session`. When this is `true` and
+    /// overridden. Credentials are the headers ``APISecrets`` names (`Authorization`, `Cookie`, a
+    /// custom auth header, persisted auth headers, `X-API-Key`…). When this is `true` and
     /// ``cachePartition`` is `nil`, the partition is a SHA-256 digest of those headers, so one
     /// user's response is never served to another (the secret itself is never stored).
     var cachesAuthenticatedResponses: Bool { get }
@@ -79,6 +78,12 @@ public protocol APIRequest: Sendable {
     /// ``APIError/responseTooLarge(limit:)``, never retried. `nil` for no limit. 64 MiB
     /// (``APIRequestDefaults/maxResponseBodySize``) unless overridden.
     var maxResponseBodySize: Int? { get }
+    /// An `Idempotency-Key` header (IETF httpapi draft) that makes a retried `POST` or `PATCH` safe:
+    /// its value is generated once per task and sent unchanged on every attempt, retry and
+    /// authentication replay, so a server that saw the first attempt recognises the others. Sent
+    /// whatever the method, unless the request sets the header itself. `nil` (no header) unless
+    /// overridden; ``APIIdempotencyKey/standard`` is `Idempotency-Key` with a random UUID.
+    var idempotencyKey: APIIdempotencyKey? { get }
 
     /// Adjusts the final `URLRequest`: the last step of
     /// ``makeURLRequest()``. Does nothing unless implemented. An error thrown here fails the attempt
@@ -107,6 +112,7 @@ extension APIRequest {
     public var cachesAuthenticatedResponses: Bool { false }
     public var maxResponseBodySize: Int? { APIRequestDefaults.maxResponseBodySize }
     public func configure(_ urlRequest: inout URLRequest) throws {}
+    public var idempotencyKey: APIIdempotencyKey? { nil }
 }
 
 extension APIRequest where Self: Encodable {
@@ -157,5 +163,6 @@ public enum APIRequestDefaults {
 }
 
 extension APIRequest where AcceptableStatusCodes == APIStatusCodes {
+    /// ``APIStatusCodes/success`` (`200..<300`).
     public var acceptableStatusCodes: APIStatusCodes { .success }
 }

@@ -118,6 +118,13 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let sensitiveHeaders: Set<String>
     /// The request's ``APIRequest/maxResponseBodySize``, read when it is sent.
     let maxResponseBodySize: Int?
+    /// The idempotency header every attempt carries (see ``APIRequest/idempotencyKey``), made when
+    /// the task was sent; `nil` for none.
+    let idempotencyHeader: (name: String, value: String)?
+
+    /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
+    /// every attempt; `nil` when the request declares none.
+    public var idempotencyKey: String? { idempotencyHeader?.value }
     enum Membership { case none, started, startedFromLine, line }
     enum AttemptProgress {
         case idle
@@ -132,9 +139,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
-        lock: Lock? = nil
+        idempotencyHeader: (name: String, value: String)? = nil, lock: Lock? = nil
     ) {
         self.identifier = identifier
+        self.idempotencyHeader = idempotencyHeader
         self.maxResponseBodySize = maxResponseBodySize
         self.sensitiveHeaders = sensitiveHeaders
         self.cacheSettings = cacheSettings
@@ -244,6 +252,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,
                 storesAuthenticated: request.cachesAuthenticatedResponses),
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
-            maxResponseBodySize: request.maxResponseBodySize, engine: engine)
+            maxResponseBodySize: request.maxResponseBodySize, engine: engine,
+            idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) })
     }
 }

@@ -21,6 +21,9 @@ enum BuildRequestStage {
     ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try task.makeURLRequest()
+            if let idempotency = task.idempotencyHeader, request.value(forHTTPHeaderField: idempotency.name) == nil {
+                request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
+            }
             var sensitiveHeaders = task.sensitiveHeaders.union(secretNames)
             if let persistedHeaders {
                 persistedHeaders.apply(to: &request)
