@@ -2,7 +2,7 @@ import Foundation
 
 /// Credentials for one request, sent in a header (``APIRequest/authorization``).
 ///
-/// The header is treated as a secret: redacted in ``APIRequest/cURLDescription(revealingSecrets:)``
+/// The header is treated as a secret: redacted in ``APIRequest/cURLDescription(revealingSecrets:secretNames:)``
 /// and removed when a redirect leaves the request's origin.
 public enum APIAuthorization: Sendable, Hashable {
     /// `Authorization: Bearer <token>`.

@@ -42,7 +42,9 @@ public enum APISecrets {
     public static let mask = "***"
 
     /// Whether a header, query item or body key of this name holds a secret.
-    /// - Parameter additionalNames: more names that are secret, in any case.
+    /// - Parameters:
+    ///   - name: the header, query item or body key name, in any case.
+    ///   - additionalNames: more names that are secret, in any case.
     public static func isSecret(_ name: String, additionalNames: Set<String> = []) -> Bool {
         let lowered = name.lowercased()
         if standardNames.contains(lowered) { return true }
@@ -52,6 +54,9 @@ public enum APISecrets {
     }
 
     /// The URL as text with its user, password and secret query values replaced by ``mask``.
+    /// - Parameters:
+    ///   - url: the URL to print.
+    ///   - additionalNames: more query item names that are secret, in any case.
     public static func redacted(_ url: URL, additionalNames: Set<String> = []) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
             return url.absoluteString
