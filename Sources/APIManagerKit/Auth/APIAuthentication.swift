@@ -17,24 +17,31 @@ import FoundationNetworking
 /// - Any number of requests refused together start exactly one ``APIAuthenticator/refresh(_:)``.
 /// - While a refresh runs, no request is sent with the old credential: attempts about to be sent
 ///   wait for it. A waiting task is in flight (``AnyAPITask/state`` `.running`), can be cancelled,
-///   and its deadline still ends it.
+///   and its deadline still ends it. When the refresh ends, each waiting request goes on where its
+///   own engine's ``APIEngine/execution`` says.
 /// - A request refused with a credential that has been replaced meanwhile is sent again with the
 ///   current one, without a new refresh. Each task is sent again after a refusal at most once; the
 ///   replay keeps its attempt's number, so it does not use up a retry attempt (a second refusal is
 ///   an ordinary `401` failure).
 /// - A refresh that throws fails every task waiting for it with
 ///   ``APIError/authenticationFailed(underlying:)``; the next refusal may start a new one.
+/// - A refresh that takes longer than ``refreshTimeout`` is cancelled and fails its waiters the same
+///   way, with ``RefreshError/timedOut(after:)``: a refresh that never returns cannot hold every
+///   request of every engine forever.
+/// - ``signIn(with:)`` or ``signOut()`` during a refresh overrules it at once: the refresh is
+///   cancelled (what it returns is dropped), the requests waiting for it go on with the new
+///   credential, and requests sent afterwards do not wait.
 /// - More than ``RefreshLimit/maxRefreshes`` refreshes within ``RefreshLimit/window`` seconds fail at
 ///   once with ``RefreshError/tooManyRefreshes(limit:window:)`` instead of starting another.
-/// - The refresh runs in a Swift task of its own, never while a lock is held; delegate events stay
-///   exactly once per task.
+/// - The store ends with the credential the session uses: writes are made in the order of the
+///   changes (a change made while another thread writes is written right after it, by that
+///   thread), each as one ``APICredentialStore/replaceHeaders(_:forOrigin:)``.
+/// - The refresh runs in a Swift task of its own, never while a lock is held, and holds the
+///   session weakly: releasing the session cancels it. Delegate events stay exactly once per task.
 ///
 /// Without a credential (before ``signIn(with:)``, after ``signOut()``) requests go as they are, and
 /// a refusal is an ordinary failure.
-public final class APIAuthentication: @unchecked Sendable {
-    // @unchecked: every `var` below is read and written only while holding `lock`; the `let`s are
-    // Sendable. No user code (authenticator, store) is called while holding it.
-
+public final class APIAuthentication: Sendable {
     /// How often refreshes may start.
     public struct RefreshLimit: Sendable, Hashable {
         /// The most refreshes that may start within ``window``. `3` unless set.
@@ -52,15 +59,20 @@ public final class APIAuthentication: @unchecked Sendable {
         public static let `default` = RefreshLimit()
     }
 
-    /// Why a refresh was not even started.
+    /// Why a refresh was not started, or did not finish.
     public enum RefreshError: Error, Sendable, Hashable, CustomStringConvertible {
         /// ``RefreshLimit/maxRefreshes`` refreshes already started within the last `window` seconds.
         case tooManyRefreshes(limit: Int, window: TimeInterval)
+        /// The refresh did not return within ``APIAuthentication/refreshTimeout`` seconds; it was
+        /// cancelled.
+        case timedOut(after: TimeInterval)
 
         public var description: String {
             switch self {
             case .tooManyRefreshes(let limit, let window):
                 return "\(limit) credential refreshes already started within \(window) s; not starting another"
+            case .timedOut(let seconds):
+                return "the credential refresh did not return within \(seconds) s; it was cancelled"
             }
         }
     }
@@ -74,21 +86,56 @@ public final class APIAuthentication: @unchecked Sendable {
     public let storageKey: String
     /// How often refreshes may start.
     public let refreshLimit: RefreshLimit
-    /// The clock that times ``refreshLimit``.
+    /// How long a refresh may take, in seconds of ``clock``, before it is cancelled and its waiters
+    /// fail with ``RefreshError/timedOut(after:)``. `30` unless given.
+    public let refreshTimeout: TimeInterval
+    /// The clock that times ``refreshLimit`` and ``refreshTimeout``.
     public let clock: any APIClock
 
-    private let lock = Lock()
-    private var current: APICredential?
-    /// Increases each time the credential is replaced (refresh, sign-in, sign-out).
-    private var generation: UInt64 = 0
-    private var refreshRuns = false
-    private var waiters: [UInt64: @Sendable (Result<Grant, APIError>) -> Void] = [:]
-    private var nextWaiter: UInt64 = 0
-    private var refreshStarts: [TimeInterval] = []
-    /// The last refresh's failure and the generation the requests it was for were sent with; a
-    /// refusal of such a request arriving late fails with it. `nil` once anything replaced it.
-    private var lastFailure: (generation: UInt64, error: APIError)?
-    private var refreshes = 0
+    private let state: LockedState<State>
+
+    /// Everything that changes, behind one lock; no user code (authenticator, store, clock) is
+    /// called while it is held.
+    private struct State {
+        var current: APICredential?
+        /// Increases each time the credential is replaced (refresh, sign-in, sign-out) and when a
+        /// refresh fails.
+        var generation: UInt64 = 0
+        var refresh: RunningRefresh?
+        var nextRefreshIdentifier: UInt64 = 0
+        var waiters: [UInt64: @Sendable (Result<Grant, APIError>) -> Void] = [:]
+        var nextWaiter: UInt64 = 0
+        var refreshStarts: [TimeInterval] = []
+        /// The last refresh's failure and the generation the requests it was for were sent with; a
+        /// refusal of such a request arriving late fails with it. `nil` once anything replaced it.
+        var lastFailure: (generation: UInt64, error: APIError)?
+        var refreshes = 0
+        /// The newest change not yet written to the store (`.some(nil)`: signed out).
+        var pendingWrite: APICredential??
+        /// Whether a thread is writing to the store now.
+        var writing = false
+
+        /// Takes the waiters, in the order they came.
+        mutating func takeWaiters() -> [@Sendable (Result<Grant, APIError>) -> Void] {
+            let taken = waiters.sorted { $0.key < $1.key }.map(\.value)
+            waiters = [:]
+            return taken
+        }
+    }
+
+    /// The refresh that runs: its work and its timer, to cancel when it is overruled or timed out.
+    private struct RunningRefresh {
+        let identifier: UInt64
+        /// The generation of the credential it renews.
+        let startedAt: UInt64
+        var work: (any APICancellable)?
+        var timer: (any APICancellable)?
+
+        func cancel() {
+            work?.cancel()
+            timer?.cancel()
+        }
+    }
 
     /// - Parameters:
     ///   - authenticator: how the credential is applied, refused and renewed.
@@ -96,54 +143,83 @@ public final class APIAuthentication: @unchecked Sendable {
     ///     keeps it across launches, or implement ``APICredentialStore`` for the keychain.
     ///   - storageKey: the key in `store`.
     ///   - refreshLimit: three refreshes a minute unless given.
+    ///   - refreshTimeout: 30 seconds unless given; a refresh still running then is cancelled.
     ///   - clock: a ``DispatchClock`` unless given.
     public init(
         authenticator: any APIAuthenticator,
         store: any APICredentialStore = APIInMemoryCredentialStore(),
         storageKey: String = "APIManagerKit.credential",
         refreshLimit: RefreshLimit = .default,
+        refreshTimeout: TimeInterval = 30,
         clock: any APIClock = DispatchClock()
     ) {
         self.authenticator = authenticator
         self.store = store
         self.storageKey = storageKey
         self.refreshLimit = refreshLimit
+        self.refreshTimeout = refreshTimeout.isNaN ? 30 : max(0, refreshTimeout)
         self.clock = clock
-        self.current = APICredential(storedForm: store.headers(forOrigin: storageKey))
+        self.state = LockedState(State(current: APICredential(storedForm: store.headers(forOrigin: storageKey))))
+    }
+
+    deinit {
+        state.withLock { $0.refresh }?.cancel()
     }
 
     /// The credential requests carry now; `nil` when signed out.
-    public var credential: APICredential? { lock.withLock { current } }
+    public var credential: APICredential? { state.withLock { $0.current } }
 
     /// Whether a refresh is running.
-    public var isRefreshing: Bool { lock.withLock { refreshRuns } }
+    public var isRefreshing: Bool { state.withLock { $0.refresh != nil } }
 
     /// How many refreshes have started since this authentication was made.
-    public var refreshCount: Int { lock.withLock { refreshes } }
+    public var refreshCount: Int { state.withLock { $0.refreshes } }
 
     /// Replaces the credential (after a sign-in) and stores it. A refresh running meanwhile is
-    /// overruled: what it returns is dropped, and the requests waiting for it go with this one.
+    /// overruled at once: it is cancelled, what it returns is dropped, and the requests waiting for
+    /// it go on with this credential.
     public func signIn(with credential: APICredential) {
         replace(with: credential)
     }
 
-    /// Forgets the credential and removes it from the store; later requests go without one.
+    /// Forgets the credential and removes it from the store; later requests go without one. A
+    /// refresh running meanwhile is overruled, and the requests waiting for it go without one.
     public func signOut() {
         replace(with: nil)
     }
 
     private func replace(with credential: APICredential?) {
-        lock.withLock {
-            current = credential
-            generation &+= 1
-            lastFailure = nil
+        let (overruled, waiters, grant) = state.withLock { state in
+            state.current = credential
+            state.generation &+= 1
+            state.lastFailure = nil
+            state.pendingWrite = .some(credential)
+            let overruled = state.refresh
+            state.refresh = nil
+            return (overruled, state.takeWaiters(), Grant(credential: credential, generation: state.generation))
         }
-        persist(credential)
+        overruled?.cancel()
+        writeToStore()
+        for resume in waiters { resume(.success(grant)) }
     }
 
-    private func persist(_ credential: APICredential?) {
-        store.removeHeaders(forOrigin: storageKey)
-        if let credential { store.save(credential.storedForm, forOrigin: storageKey) }
+    /// Writes the newest change to the store, unless another thread is writing: that thread writes
+    /// it when its own write returns. So writes follow the order of the changes, the last one wins,
+    /// and no lock is held while the store runs.
+    private func writeToStore() {
+        while let change = state.withLock({ state -> APICredential?? in
+            guard !state.writing, let change = state.pendingWrite else { return nil }
+            state.pendingWrite = nil
+            state.writing = true
+            return change
+        }) {
+            if let credential = change {
+                store.replaceHeaders(credential.storedForm, forOrigin: storageKey)
+            } else {
+                store.removeHeaders(forOrigin: storageKey)
+            }
+            state.withLock { $0.writing = false }
+        }
     }
 
     // MARK: What the engine asks
@@ -163,15 +239,22 @@ public final class APIAuthentication: @unchecked Sendable {
     /// The credential for an attempt about to be sent: at once, unless a refresh runs, in which
     /// case `resume` is called with its outcome when it ends (on the thread that ends it).
     func access(resume: @escaping @Sendable (Result<Grant, APIError>) -> Void) -> Access {
-        lock.lock()
-        defer { lock.unlock() }
-        if refreshRuns { return .waiting(addWaiter(resume)) }
-        return .now(.success(Grant(credential: current, generation: generation)))
+        state.withLock { state in
+            if state.refresh != nil { return .waiting(addWaiter(resume, to: &state)) }
+            return .now(.success(Grant(credential: state.current, generation: state.generation)))
+        }
     }
 
     /// Whether a grant is still the one to send: no refresh runs and nothing replaced it.
     func isCurrent(_ grant: Grant) -> Bool {
-        lock.withLock { !refreshRuns && grant.generation == generation }
+        state.withLock { $0.refresh == nil && grant.generation == $0.generation }
+    }
+
+    /// What to do about a refusal, decided under the lock.
+    private enum RefusalStep {
+        case decided(Access?)
+        /// Ask the authenticator whether the request carried this credential (outside the lock).
+        case askAuthenticator(APICredential, generation: UInt64)
     }
 
     /// A request carrying a credential (of grant generation `sentWith`) was refused. The outcome
@@ -185,117 +268,141 @@ public final class APIAuthentication: @unchecked Sendable {
         _ request: URLRequest, sentWith sentGeneration: UInt64, work: AsyncWork,
         resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
     ) -> Access? {
-        lock.lock()
-        if refreshRuns {
-            let wait = addWaiter(resume)
-            lock.unlock()
-            return .waiting(wait)
+        let step = state.withLock { state -> RefusalStep in
+            if state.refresh != nil { return .decided(.waiting(addWaiter(resume, to: &state))) }
+            guard let refusedCredential = state.current else { return .decided(nil) }
+            if let failure = state.lastFailure, failure.generation == sentGeneration {
+                return .decided(.now(.failure(failure.error)))
+            }
+            if sentGeneration != state.generation {
+                // Replaced since it was sent: send it again with the current one.
+                return .decided(.now(.success(Grant(credential: state.current, generation: state.generation))))
+            }
+            return .askAuthenticator(refusedCredential, generation: state.generation)
         }
-        guard let refusedCredential = current else {
-            lock.unlock()
+        guard case .askAuthenticator(let refusedCredential, let seen) = step else {
+            if case .decided(let access) = step { return access }
             return nil
         }
-        if let failure = lastFailure, failure.generation == sentGeneration {
-            lock.unlock()
-            return .now(.failure(failure.error))
-        }
-        if sentGeneration != generation {
-            // Replaced since it was sent: send it again with the current one.
-            let grant = Grant(credential: current, generation: generation)
-            lock.unlock()
-            return .now(.success(grant))
-        }
-        let seen = generation
-        lock.unlock()
-
         // Sent with another credential than the current one: send it again with the current one.
         if !authenticator.request(request, wasSentWith: refusedCredential) {
             return .now(.success(Grant(credential: refusedCredential, generation: seen)))
         }
+        return startRefresh(of: refusedCredential, seen: seen, work: work, resume: resume)
+    }
 
-        lock.lock()
-        if refreshRuns {
-            let wait = addWaiter(resume)
-            lock.unlock()
-            return .waiting(wait)
-        }
-        if generation != seen {
-            let grant = Grant(credential: current, generation: generation)
-            lock.unlock()
-            return .now(.success(grant))
-        }
+    /// Joins the refresh that runs, or starts one (within the limit) for the credential of
+    /// generation `seen`.
+    private func startRefresh(
+        of refusedCredential: APICredential, seen: UInt64, work: AsyncWork,
+        resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
+    ) -> Access {
         let now = clock.now
-        refreshStarts.removeAll { $0 <= now - refreshLimit.window }
-        if refreshStarts.count >= refreshLimit.maxRefreshes {
-            lock.unlock()
-            return .now(
-                .failure(
+        let started = state.withLock { state -> Result<(UInt64, any APICancellable), APIError>? in
+            if state.refresh != nil { return .success((0, addWaiter(resume, to: &state))) }
+            if state.generation != seen { return nil }
+            state.refreshStarts.removeAll { $0 <= now - refreshLimit.window }
+            if state.refreshStarts.count >= refreshLimit.maxRefreshes {
+                return .failure(
                     .authenticationFailed(
                         underlying: RefreshError.tooManyRefreshes(
-                            limit: refreshLimit.maxRefreshes, window: refreshLimit.window))))
+                            limit: refreshLimit.maxRefreshes, window: refreshLimit.window)))
+            }
+            state.refreshStarts.append(now)
+            state.refreshes += 1
+            state.nextRefreshIdentifier += 1
+            state.refresh = RunningRefresh(identifier: state.nextRefreshIdentifier, startedAt: seen)
+            return .success((state.nextRefreshIdentifier, addWaiter(resume, to: &state)))
         }
-        refreshStarts.append(now)
-        refreshes += 1
-        refreshRuns = true
-        let wait = addWaiter(resume)
-        lock.unlock()
+        switch started {
+        case nil:
+            return .now(.success(state.withLock { Grant(credential: $0.current, generation: $0.generation) }))
+        case .failure(let error)?:
+            return .now(.failure(error))
+        case .success((0, let wait))?:
+            return .waiting(wait)
+        case .success((let identifier, let wait))?:
+            run(refreshOf: refusedCredential, identifier: identifier, work: work)
+            return .waiting(wait)
+        }
+    }
 
+    /// Starts the refresh's timer and its Swift task, and keeps both to cancel.
+    private func run(refreshOf credential: APICredential, identifier: UInt64, work: AsyncWork) {
+        let timeout = refreshTimeout
+        let timer = clock.schedule(after: timeout) { [weak self] in
+            self?.finishRefresh(.failure(RefreshError.timedOut(after: timeout)), identifier: identifier)
+        }
+        guard keep(timer: timer, identifier: identifier) else {
+            timer.cancel()
+            return
+        }
         let authenticator = self.authenticator
-        _ = work.start { [self] in
+        let task = work.start { [weak self] in
             let outcome: Result<APICredential, any Error>
             do {
-                outcome = .success(try await authenticator.refresh(refusedCredential))
+                outcome = .success(try await authenticator.refresh(credential))
             } catch {
                 outcome = .failure(error)
             }
-            finishRefresh(outcome, startedAt: seen)
+            self?.finishRefresh(outcome, identifier: identifier)
         }
-        return .waiting(wait)
+        if let task, !keep(work: task, identifier: identifier) { task.cancel() }
     }
 
-    /// Stores what the refresh returned (unless a sign-in or sign-out overruled it) and tells
-    /// every waiting request.
-    private func finishRefresh(_ outcome: Result<APICredential, any Error>, startedAt started: UInt64) {
-        lock.lock()
-        let overruled = generation != started
-        if !overruled {
+    /// Keeps a handle of the refresh; `false` when it has already ended (cancel the handle).
+    private func keep(timer: (any APICancellable)? = nil, work: (any APICancellable)? = nil, identifier: UInt64)
+        -> Bool
+    {
+        state.withLock { state in
+            guard state.refresh?.identifier == identifier else { return false }
+            if let timer { state.refresh?.timer = timer }
+            if let work { state.refresh?.work = work }
+            return true
+        }
+    }
+
+    /// Ends the refresh `identifier` (unless a sign-in, a sign-out or its timer ended it first):
+    /// stores what it returned and tells every waiting request.
+    private func finishRefresh(_ outcome: Result<APICredential, any Error>, identifier: UInt64) {
+        let ended = state.withLock {
+            state -> (RunningRefresh, [@Sendable (Result<Grant, APIError>) -> Void], Result<Grant, APIError>)? in
+            guard let refresh = state.refresh, refresh.identifier == identifier else { return nil }
+            state.refresh = nil
+            state.generation &+= 1
+            let result: Result<Grant, APIError>
             switch outcome {
             case .success(let renewed):
-                current = renewed
-                lastFailure = nil
+                state.current = renewed
+                state.lastFailure = nil
+                state.pendingWrite = .some(renewed)
+                result = .success(Grant(credential: renewed, generation: state.generation))
             case .failure(let error):
                 // Requests sent from now on may try again; those sent before fail with this error.
-                lastFailure = (started, .authenticationFailed(underlying: error))
+                let failure = APIError.authenticationFailed(underlying: error)
+                state.lastFailure = (refresh.startedAt, failure)
+                result = .failure(failure)
             }
-            generation &+= 1
+            return (refresh, state.takeWaiters(), result)
         }
-        lock.unlock()
-        if case .success(let renewed) = outcome, !overruled { persist(renewed) }
-
-        lock.lock()
-        refreshRuns = false
-        let told = waiters
-        waiters = [:]
-        let result: Result<Grant, APIError>
-        if let failure = lastFailure, !overruled {
-            result = .failure(failure.error)
-        } else {
-            result = .success(Grant(credential: current, generation: generation))
-        }
-        lock.unlock()
-        for (_, resume) in told.sorted(by: { $0.key < $1.key }) { resume(result) }
+        guard let (refresh, waiters, result) = ended else { return }
+        refresh.cancel()  // the timer, or the task that timed out; harmless for what has returned
+        writeToStore()
+        for resume in waiters { resume(result) }
     }
 
     /// Called with the lock held.
-    private func addWaiter(_ resume: @escaping @Sendable (Result<Grant, APIError>) -> Void) -> any APICancellable {
-        nextWaiter += 1
-        let key = nextWaiter
-        waiters[key] = resume
+    private func addWaiter(
+        _ resume: @escaping @Sendable (Result<Grant, APIError>) -> Void, to state: inout State
+    ) -> any APICancellable {
+        state.nextWaiter += 1
+        let key = state.nextWaiter
+        state.waiters[key] = resume
         return WaitHandle(authentication: self, key: key)
     }
 
     private func removeWaiter(_ key: UInt64) {
-        lock.withLock { _ = waiters.removeValue(forKey: key) }
+        state.withLock { _ = $0.waiters.removeValue(forKey: key) }
     }
 
     /// Stops waiting: the request is no longer told the refresh's outcome.

@@ -10,6 +10,19 @@ public protocol APICredentialStore: Sendable {
     func save(_ headers: [String: String], forOrigin origin: String)
     /// Forgets everything stored for an origin (sign-out).
     func removeHeaders(forOrigin origin: String)
+    /// Replaces what is stored for an origin with `headers`, in one step: a crash or a reader in
+    /// the middle sees the old headers or the new ones, never none. ``APIAuthentication`` writes
+    /// every credential change this way. Defaults to ``removeHeaders(forOrigin:)`` then
+    /// ``save(_:forOrigin:)``, which is not one step: implement it for a store of your own.
+    func replaceHeaders(_ headers: [String: String], forOrigin origin: String)
+}
+
+extension APICredentialStore {
+    /// Removes, then saves: not one step. Implement it in a store of your own.
+    public func replaceHeaders(_ headers: [String: String], forOrigin origin: String) {
+        removeHeaders(forOrigin: origin)
+        save(headers, forOrigin: origin)
+    }
 }
 
 /// Keeps persisted auth headers in memory, for the life of the store.
@@ -31,6 +44,10 @@ public final class APIInMemoryCredentialStore: APICredentialStore, @unchecked Se
 
     public func removeHeaders(forOrigin origin: String) {
         lock.withLock { table[origin] = nil }
+    }
+
+    public func replaceHeaders(_ headers: [String: String], forOrigin origin: String) {
+        lock.withLock { table[origin] = headers }
     }
 }
 
@@ -75,6 +92,15 @@ public final class APIFileCredentialStore: APICredentialStore, @unchecked Sendab
     public func removeHeaders(forOrigin origin: String) {
         lock.withLock {
             guard table.removeValue(forKey: origin) != nil else { return }
+            persist()
+        }
+    }
+
+    /// Replaces the origin's headers and rewrites the file once, atomically.
+    public func replaceHeaders(_ headers: [String: String], forOrigin origin: String) {
+        lock.withLock {
+            guard table[origin] != headers else { return }
+            table[origin] = headers
             persist()
         }
     }

@@ -39,8 +39,10 @@ public protocol APIRequestAdapter: APIInterceptor {
 public protocol APIResponseInspector: APIInterceptor {
     /// What to do with the attempt's response.
     ///
-    /// Called for every response, whatever its status, and not for a transport failure. An error
-    /// thrown here fails the attempt with it (an `APIError` as it is, anything else as
+    /// Called for every response, whatever its status (a `401` that the engine's
+    /// ``APIAuthentication`` then answers with a refresh included), and not for a transport
+    /// failure. For such a refusal, `.proceed` lets the authentication take it over; `.retry` or a
+    /// throw decides instead. An error thrown here fails the attempt with it (an `APIError` as it is, anything else as
     /// ``APIError/rejected(underlying:response:)``); the manager's retry decision then applies as for
     /// any failure.
     func inspect(_ response: APIRawResponse, to request: URLRequest, for attempt: APIAttempt) async throws

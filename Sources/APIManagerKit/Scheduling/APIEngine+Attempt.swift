@@ -53,9 +53,12 @@ extension APIEngine {
             adapt(built, grant: nil, step)
             return
         }
+        // The refresh may end on another engine's thread: the attempt goes on on this engine's.
         let access = authentication.access { [weak self] result in
-            guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
-            self.granted(result, built, step)
+            self?.onExecution { [weak self] in
+                guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
+                self.granted(result, built, step)
+            }
         }
         switch access {
         case .now(let result): granted(result, built, step)
@@ -120,9 +123,14 @@ extension APIEngine {
                     } ?? false
                 if !handed { continuation.resume(returning: nil) }
             }
-            guard let answer, let raw = self?.received(answer.result, for: answer.sent) else { return }
+            // The inspectors see every response, a refusal the authentication will answer included.
+            guard let answer, let raw = self?.received(answer.result, for: answer.sent, authenticates: false) else {
+                return
+            }
             let verdict = await Self.inspect(raw, answer.sent, inspectors)
-            self?.attemptInspected(raw, answer.sent, verdict)
+            guard let self else { return }
+            if case .proceed = verdict, self.takesOverRefusal(raw, answer.sent) { return }
+            self.attemptInspected(raw, answer.sent, verdict)
         }
         if let work { track(work, step) }
     }
@@ -215,12 +223,12 @@ extension APIEngine {
         attemptCompleted(sent.task, attempt: sent.number, result: .success(raw), cache: sent.cache)
     }
 
-    /// The transport's answer, told to the event monitor; a failure completes the attempt and a
-    /// refusal of the credential is taken over by the authentication (both `nil`). What is left is
-    /// a response for the interceptors and the response stage.
-    private func received(_ result: Result<APIRawResponse, any Error>, for sent: TransportStage.SentAttempt)
-        -> APIRawResponse?
-    {
+    /// The transport's answer, told to the event monitor; a failure completes the attempt and,
+    /// when `authenticates`, a refusal of the credential is taken over by the authentication (both
+    /// `nil`). What is left is a response for the interceptors and the response stage.
+    private func received(
+        _ result: Result<APIRawResponse, any Error>, for sent: TransportStage.SentAttempt, authenticates: Bool = true
+    ) -> APIRawResponse? {
         let result = TransportStage.answer(result, for: sent, persistedHeaders: persistedHeaders)
         if let monitor = sent.monitor, isCurrent(sent.task, attempt: sent.number) {
             monitor(
@@ -234,7 +242,7 @@ extension APIEngine {
             attemptCompleted(sent.task, attempt: sent.number, result: result, cache: sent.cache)
             return nil
         case .success(let raw):
-            return takesOverRefusal(raw, sent) ? nil : raw
+            return authenticates && takesOverRefusal(raw, sent) ? nil : raw
         }
     }
 
@@ -249,7 +257,7 @@ extension APIEngine {
         let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
         let refusal = authentication.refused(sent.request, sentWith: generation, work: asyncWork) {
             [weak self] result in
-            self?.replay(after: result, step)
+            self?.onExecution { [weak self] in self?.replay(after: result, step) }
         }
         switch refusal {
         case nil: return false
@@ -310,6 +318,14 @@ extension APIEngine {
                 requestedRetry: delay)
         case .fail(let error):
             attemptCompleted(sent.task, attempt: sent.number, result: .failure(error), cache: nil)
+        }
+    }
+
+    /// Runs `work` where ``execution`` says: at once for `.inline`, else on the work queue.
+    private func onExecution(_ work: @escaping @Sendable () -> Void) {
+        switch execution {
+        case .inline: work()
+        case .queue(let queue): queue.async(execute: work)
         }
     }
 

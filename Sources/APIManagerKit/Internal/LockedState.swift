@@ -1,0 +1,18 @@
+/// State behind a ``Lock``, reachable only through ``withLock(_:)``: every read and write is one
+/// closure, and no `unlock()` is ever paired by hand. Never call user code inside the closure.
+final class LockedState<Value>: @unchecked Sendable {
+    // @unchecked: `value` is read and written only inside `lock`, by `withLock`.
+    private let lock = Lock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    @inline(__always)
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
