@@ -56,16 +56,16 @@ extension APIManager {
     }
 
     private var baseDelegate: (any APIManagerDelegate)? {
-        engine.delegate as? any APIManagerDelegate
+        engine.delegate(of: self) as? any APIManagerDelegate
     }
 }
 
 extension APIManager {
     /// The delegate, held weakly. Set it from any thread; events already queued go to the delegate
-    /// set when they are delivered.
+    /// set when they are delivered. Each manager has its own, also when managers share an engine.
     public var delegate: Delegate? {
-        get { engine.delegate as? Delegate }
-        set { engine.delegate = newValue.map { $0 as AnyObject } }
+        get { engine.delegate(of: self) as? Delegate }
+        set { engine.setDelegate(newValue.map { $0 as AnyObject }, of: self) }
     }
 
     /// Where delegate events are delivered: `.queue(.main)` unless set (see ``APIDelivery``).

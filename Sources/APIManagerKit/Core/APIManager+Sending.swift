@@ -46,9 +46,10 @@ extension APIManager {
         }
     }
 
-    /// Cancels every in-flight task of this manager (reason ``APIError/CancellationReason/explicit``).
+    /// Cancels every in-flight task of this manager (reason ``APIError/CancellationReason/explicit``);
+    /// the tasks of other managers sharing its engine go on.
     public func cancelAll() {
-        engine.cancelTasks(reason: .explicit) { _ in true }
+        engine.cancelTasks(reason: .explicit) { [self] task in isMine(task) }
     }
 
     /// Cancels the in-flight tasks for which `shouldCancel` returns `true` (reason
@@ -56,15 +57,21 @@ extension APIManager {
     /// any lock held, so it may read the tasks' properties.
     public func cancelTasks(where shouldCancel: (APITask<Request>) throws -> Bool) rethrows {
         try engine.cancelTasks(reason: .explicit) { task in
-            guard let task = task as? APITask<Request> else { return false }
+            guard isMine(task), let task = task as? APITask<Request> else { return false }
             return try shouldCancel(task)
         }
     }
 
-    /// The tasks in flight: for each scope, its running tasks (including those waiting for a retry),
-    /// then its waiting line from head to tail.
+    /// This manager's tasks in flight (not those of other managers sharing its engine): for each
+    /// scope, its running tasks (including those waiting for a retry), then its waiting line from
+    /// head to tail.
     public var inFlightTasks: [APITask<Request>] {
-        engine.inFlightTasks().compactMap { $0 as? APITask<Request> }
+        engine.inFlightTasks().compactMap { task in isMine(task) ? task as? APITask<Request> : nil }
+    }
+
+    /// Whether this manager sent `task`.
+    private func isMine(_ task: AnyAPITask) -> Bool {
+        (task as? ManagedTask<Self>)?.manager === self
     }
 
     /// Sends a request and waits for its typed response and the raw response it was built from.

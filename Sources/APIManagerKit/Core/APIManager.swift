@@ -27,8 +27,8 @@ public protocol APIManager: AnyObject, Sendable {
     /// (`any CartAPIDelegate`). It must be class-bound: the delegate is held weakly.
     associatedtype Delegate = any APIManagerDelegate
 
-    /// The engine that holds this manager's scheduling state. Store one per manager:
-    /// `let engine = APIEngine()`.
+    /// The engine that holds this manager's scheduling state: usually one per manager,
+    /// `let engine = APIEngine()`; managers sharing one share its policy scopes (see ``APIEngine``).
     var engine: APIEngine { get }
 
     /// Builds the `URLRequest` for an attempt. Defaults to ``APIRequest/makeURLRequest()``, plus an

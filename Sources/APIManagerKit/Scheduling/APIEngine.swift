@@ -8,8 +8,11 @@ import FoundationNetworking
 /// The scheduler a manager owns: it applies concurrency policies, runs attempts on the transport,
 /// schedules retries and deadlines on the clock, and delivers events to the manager in order.
 ///
-/// Each manager stores one engine (`let engine = APIEngine()`); give each manager its own. All its
-/// state sits behind one lock, which is never held while calling a transport, a clock, a hook of the
+/// Each manager stores one engine (`let engine = APIEngine()`). Several managers may share one: they
+/// then share its transport, cache, settings and policy scopes (a policy applies among all the
+/// engine's tasks of a scope), while each manager's ``APIManager/cancelAll()``,
+/// ``APIManager/inFlightTasks`` and ``APIManager/delegate`` stay its own. All its state sits behind
+/// one lock, which is never held while calling a transport, a clock, a hook of the
 /// manager or a delegate. When the engine is released (with its manager), every task still in flight
 /// ends as cancelled with reason ``APIError/CancellationReason/managerReleased``: its transport request
 /// and timers are cancelled and async callers resume, but no delegate event is sent, as there is no
@@ -54,7 +57,8 @@ public final class APIEngine: @unchecked Sendable {
     private var delivery: APIDelivery
     private var monitor: (@Sendable (APIEvent) -> Void)?
     private var extraSecretNames: Set<String> = []
-    private weak var delegateObject: AnyObject?
+    /// Each manager's delegate, by manager (usually one): weak both ways.
+    private var delegateSlots: [DelegateSlot] = []
     private var nextIdentifier: UInt64 = 0
     /// The scheduling rules and their state (see ``SchedulingMachine``).
     var machine = SchedulingMachine()
@@ -134,10 +138,23 @@ public final class APIEngine: @unchecked Sendable {
         set { lock.withLock { extraSecretNames = newValue } }
     }
 
-    /// The delegate, held weakly. Set it through ``APIManager/delegate``.
-    var delegate: AnyObject? {
-        get { lock.withLock { delegateObject } }
-        set { lock.withLock { delegateObject = newValue } }
+    /// A manager and its delegate, both held weakly.
+    private struct DelegateSlot {
+        weak var manager: AnyObject?
+        weak var delegate: AnyObject?
+    }
+
+    /// The delegate of `manager` (set through ``APIManager/delegate``); each manager sharing this
+    /// engine has its own.
+    func delegate(of manager: AnyObject) -> AnyObject? {
+        lock.withLock { delegateSlots.first { $0.manager === manager }?.delegate }
+    }
+
+    func setDelegate(_ delegate: AnyObject?, of manager: AnyObject) {
+        lock.withLock {
+            delegateSlots.removeAll { $0.manager == nil || $0.manager === manager }
+            if let delegate { delegateSlots.append(DelegateSlot(manager: manager, delegate: delegate)) }
+        }
     }
 
     /// The number of tasks in flight: waiting, running or waiting for a retry.
