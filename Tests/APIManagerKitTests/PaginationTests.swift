@@ -151,6 +151,44 @@ struct PaginationTests {
             ])
     }
 
+    /// A `next` link to another origin follows the redirect rule: nothing secret leaves the first
+    /// page's origin (the request's authorization, an API-key default header, the session's
+    /// credential), and a 401 from there starts no refresh, unless the caller trusts that origin.
+    @Test(arguments: [false, true])
+    func aLinkToAnotherOriginGoesWithoutCredentialsUnlessTrusted(trusted: Bool) async throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/items") { request in
+            request.url?.host == "api.test"
+                ? .json(#"{"items":[1]}"#, headers: ["Link": #"<https://other.test/items?page=2>; rel="next""#])
+                : .json(#"{"items":[2]}"#, status: trusted ? 200 : 401)
+        }
+        let authenticator = MockAuthenticator()
+        let session = APIAuthentication(authenticator: authenticator, clock: clock)
+        session.signIn(with: APICredential(accessToken: "t0k"))
+        var defaults = APIDefaultHeaders.none
+        defaults["X-API-Key"] = "k3y"
+        let api = PagesAPI(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                authentication: session, defaultHeaders: defaults))
+        let first = PageRequest(url: URL(string: "https://api.test/items")!)
+        let pages = api.pages(
+            from: first, credentialOrigins: trusted ? [URL(string: "https://other.test")!] : []
+        ) { url, _ in PageRequest(url: url) }
+        let (collected, error) = await collect(pages)
+        #expect(transport.requests.count == 2)
+        let (home, other) = (transport.requests[0], transport.requests[1])
+        #expect(home.value(forHTTPHeaderField: "Authorization") == "Bearer t0k")
+        #expect(home.value(forHTTPHeaderField: "X-API-Key") == "k3y")
+        #expect(other.url?.host == "other.test")
+        #expect(other.value(forHTTPHeaderField: "Authorization") == (trusted ? "Bearer t0k" : nil))
+        #expect(other.value(forHTTPHeaderField: "X-API-Key") == (trusted ? "k3y" : nil))
+        #expect(authenticator.refreshCount == 0)
+        #expect(collected.count == (trusted ? 2 : 1))
+        #expect((error?.statusCode) == (trusted ? nil : 401))
+    }
+
     @Test func leavingTheLoopSendsNothingMore() async {
         let (api, transport) = makeAPI(total: 10)
         let first = PageRequest(url: URL(string: "https://api.test/items")!)

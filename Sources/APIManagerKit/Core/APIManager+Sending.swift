@@ -75,8 +75,11 @@ extension APIManager {
     }
 
     /// Sends a request and waits for its typed response and the raw response it was built from.
-    func responseAndRaw(for request: Request) async throws(APIError) -> (Response, APIRawResponse?) {
-        let task = makeTask(for: request)
+    /// `credentialOrigins`: where its credentials may go (`nil` for anywhere).
+    func responseAndRaw(for request: Request, credentialOrigins: [Origin]? = nil) async throws(APIError) -> (
+        Response, APIRawResponse?
+    ) {
+        let task = makeTask(for: request, credentialOrigins: credentialOrigins)
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<(Response, APIRawResponse?), APIError>, Never>) in
@@ -93,7 +96,8 @@ extension APIManager {
         return try outcome.get()
     }
 
-    private func makeTask(for request: Request) -> ManagedTask<Self> {
-        ManagedTask(manager: self, request: request, identifier: engine.makeIdentifier())
+    private func makeTask(for request: Request, credentialOrigins: [Origin]? = nil) -> ManagedTask<Self> {
+        ManagedTask(
+            manager: self, request: request, identifier: engine.makeIdentifier(), credentialOrigins: credentialOrigins)
     }
 }

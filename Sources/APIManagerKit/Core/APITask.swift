@@ -121,6 +121,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The idempotency header every attempt carries (see ``APIRequest/idempotencyKey``), made when
     /// the task was sent; `nil` for none.
     let idempotencyHeader: (name: String, value: String)?
+    /// The origins this task's credentials may go to (a page reached through a link); `nil` for
+    /// any. Sent elsewhere, the request goes without them, as after a redirect.
+    let credentialOrigins: [Origin]?
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -139,9 +142,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
-        idempotencyHeader: (name: String, value: String)? = nil, lock: Lock? = nil
+        idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
+        lock: Lock? = nil
     ) {
         self.identifier = identifier
+        self.credentialOrigins = credentialOrigins
         self.idempotencyHeader = idempotencyHeader
         self.maxResponseBodySize = maxResponseBodySize
         self.sensitiveHeaders = sensitiveHeaders
@@ -243,7 +248,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     /// The request this task sends.
     public let request: Request
 
-    init(request: Request, identifier: UInt64, engine: APIEngine) {
+    init(request: Request, identifier: UInt64, engine: APIEngine, credentialOrigins: [Origin]? = nil) {
         self.request = request
         super.init(
             identifier: identifier, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
@@ -253,6 +258,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 storesAuthenticated: request.cachesAuthenticatedResponses),
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
             maxResponseBodySize: request.maxResponseBodySize, engine: engine,
-            idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) })
+            idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) },
+            credentialOrigins: credentialOrigins)
     }
 }

@@ -41,6 +41,8 @@ public struct APIPages<Manager: APIManager>: AsyncSequence, Sendable {
     let manager: Manager
     let first: Manager.Request
     let relation: String
+    /// The origins the credentials may go to: the first page's and those the caller allows.
+    let credentialOrigins: [Origin]
     let nextRequest: @Sendable (URL, Manager.Request) -> Manager.Request?
 
     public func makeAsyncIterator() -> AsyncIterator {
@@ -67,7 +69,10 @@ public struct APIPages<Manager: APIManager>: AsyncSequence, Sendable {
             }
             guard let request = pending else { return nil }
             pending = nil
-            let (response, raw) = try await pages.manager.responseAndRaw(for: request)
+            // The first page goes as any request; pages reached through links carry credentials
+            // only to the first page's origin and the allowed ones.
+            let (response, raw) = try await pages.manager.responseAndRaw(
+                for: request, credentialOrigins: number == 0 ? nil : pages.credentialOrigins)
             number += 1
             let links = raw?.links ?? []
             if let url = raw?.url { visited.insert(Self.identity(of: url)) }
@@ -117,10 +122,19 @@ extension APIManager {
     /// fetched. A link that leads back to a page already read ends the sequence with
     /// ``APIError/rejected(underlying:response:)`` carrying ``APIPaginationError/loop(_:)``, after the
     /// page that gave it; a page that fails ends it with its error.
+    ///
+    /// Following a link obeys the credential rule of redirects: a page on another origin than the
+    /// first page's (`first.url`) is sent without credentials (the request's `authorization`, an
+    /// API-key default header, the session's credential, persisted auth headers, any header
+    /// ``APISecrets`` names), and a `401` from it starts no refresh, unless its origin is in
+    /// `credentialOrigins` (URLs whose scheme, host and port are trusted, such as
+    /// `[URL(string: "https://api2.example.com")!]`).
     public func pages(
-        from first: Request, following relation: String = "next",
+        from first: Request, following relation: String = "next", credentialOrigins: [URL] = [],
         next: @escaping @Sendable (_ url: URL, _ previous: Request) -> Request?
     ) -> APIPages<Self> {
-        APIPages(manager: self, first: first, relation: relation, nextRequest: next)
+        APIPages(
+            manager: self, first: first, relation: relation,
+            credentialOrigins: ([first.url] + credentialOrigins).compactMap { Origin($0) }, nextRequest: next)
     }
 }

@@ -152,6 +152,16 @@ extension APIEngine {
         let task = step.task
         let attempt = step.number
         var built = built
+        var grant = grant
+        if let allowed = task.credentialOrigins, !allowed.contains(where: { $0 == Origin(built.request.url) }) {
+            // A page on another origin: it goes without credentials, as after a redirect, and a
+            // refusal of it is an ordinary response (no refresh).
+            for name in (built.request.allHTTPHeaderFields ?? [:]).keys
+            where CredentialHeaders.isCredential(name, marked: built.sensitiveHeaders) {
+                built.request.setValue(nil, forHTTPHeaderField: name)
+            }
+            grant = nil
+        }
         do {
             try BuildRequestStage.check(built.request)
         } catch {

@@ -20,9 +20,10 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case ended(Result<Manager.Response, APIError>, APIResponseSource?, APIRawResponse?)
     }
 
-    init(manager: Manager, request: Manager.Request, identifier: UInt64) {
+    init(manager: Manager, request: Manager.Request, identifier: UInt64, credentialOrigins: [Origin]? = nil) {
         self.manager = manager
-        super.init(request: request, identifier: identifier, engine: manager.engine)
+        super.init(
+            request: request, identifier: identifier, engine: manager.engine, credentialOrigins: credentialOrigins)
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {
