@@ -33,7 +33,7 @@ public enum APIPaginationError: Error, Sendable, Hashable, CustomStringConvertib
 }
 
 /// The pages of a paginated resource, each fetched when the loop asks for it (see
-/// ``APIManager/pages(from:following:next:)``).
+/// ``APIManager/pages(from:following:credentialOrigins:next:)``).
 public struct APIPages<Manager: APIManager>: AsyncSequence, Sendable {
     public typealias Element = APIPage<Manager.Response>
     public typealias Failure = APIError
