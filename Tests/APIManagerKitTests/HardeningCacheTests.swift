@@ -56,6 +56,27 @@ struct HardeningCacheTests {
         #expect((try? FileManager.default.contentsOfDirectory(atPath: target.path))?.count == 1)
     }
 
+    /// A process killed while a file is written behind leaves its temporary file: opening the cache
+    /// and `removeAll()` remove such files, which no index counts against the budget.
+    @Test func temporaryFilesOfKilledWritesAreRemovedOnOpenAndByRemoveAll() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let leftover = directory.url.appendingPathComponent(".tmp-\(UUID().uuidString)")
+        try Data(repeating: 7, count: 4096).write(to: leftover)
+        let unrelated = directory.url.appendingPathComponent("notes.txt")
+        try Data("keep".utf8).write(to: unrelated)
+        let cache = APIResponseCache(disk: .init(directory: directory.url))
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+        #expect(FileManager.default.fileExists(atPath: unrelated.path))
+
+        let later = directory.url.appendingPathComponent(".tmp-\(UUID().uuidString)")
+        try Data(repeating: 7, count: 4096).write(to: later)
+        cache.removeAll()
+        #expect(!FileManager.default.fileExists(atPath: later.path))
+        #expect(FileManager.default.fileExists(atPath: unrelated.path))
+    }
+
     /// Needs root to give the directory away; CI and the development machines run as root.
     @Test(.enabled(if: geteuid() == 0, "needs root to chown a directory to another user"))
     func aDirectoryOwnedByAnotherUserIsRefused() throws {

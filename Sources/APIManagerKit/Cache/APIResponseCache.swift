@@ -18,7 +18,9 @@ public final class APIResponseCache: @unchecked Sendable {
     /// Settings of the disk tier.
     public struct DiskOptions: Sendable {
         /// Where the files go. `nil` (the default) means the user's caches directory on Apple platforms,
-        /// `$XDG_CACHE_HOME` or `~/.cache` elsewhere, in a folder named `APIManagerKit`.
+        /// `$XDG_CACHE_HOME` or `~/.cache` elsewhere, in a folder named `APIManagerKit`. Opening the
+        /// cache removes the temporary files a process killed while writing left there (`.tmp-…`):
+        /// give one running cache a directory at a time.
         public var directory: URL?
         /// The most bytes the files may take. 50 MiB unless set.
         public var budget: Int
@@ -98,6 +100,8 @@ public final class APIResponseCache: @unchecked Sendable {
             eventHandler?(.diskUnavailable(reason: error.description))
             return
         }
+        // Writes killed between their temporary file and its rename left files no index knows.
+        OwnerOnlyFile.removeLeftovers(in: directory)
         var tier = DiskCacheTier(directory: directory, budget: disk.budget, maxAge: disk.maxAge)
         let now = clock.date
         var expired: [String] = []
@@ -301,7 +305,8 @@ public final class APIResponseCache: @unchecked Sendable {
         remove(for: APICacheKey(request: request, partition: partition))
     }
 
-    /// Empties both tiers (every cache file in the directory, including another instance's).
+    /// Empties both tiers: every cache file in the directory (another instance's too) and the
+    /// temporary files of writes a killed process left.
     public func removeAll() {
         let directory: URL? = lock.withLock {
             memory.removeAll()
@@ -315,6 +320,7 @@ public final class APIResponseCache: @unchecked Sendable {
                 try? FileManager.default.removeItem(
                     at: DiskCacheTier.fileURL(in: directory, slot: file.slot))
             }
+            OwnerOnlyFile.removeLeftovers(in: directory)
         }
     }
 

@@ -16,8 +16,12 @@ enum OwnerOnlyFile {
         let code: Int32
     }
 
+    /// The prefix of the temporary files a write makes beside its target.
+    static let temporaryPrefix = ".tmp-"
+
     static func write(_ data: Data, to url: URL) throws(WriteError) {
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".tmp-\(UUID().uuidString)").path
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(temporaryPrefix + UUID().uuidString)
+            .path
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else { throw WriteError(path: temporary, code: errno) }
         var failure: Int32?
@@ -39,5 +43,20 @@ enum OwnerOnlyFile {
             unlink(temporary)
             throw WriteError(path: url.path, code: failure)
         }
+    }
+
+    /// Removes the temporary files that writes killed before their `rename` left in `directory`
+    /// (regular files only, never a link's target). Returns how many it removed.
+    @discardableResult
+    static func removeLeftovers(in directory: URL) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(temporaryPrefix) {
+            let path = directory.appendingPathComponent(name).path
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlink(path) == 0 { removed += 1 }
+        }
+        return removed
     }
 }
