@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the DocC documentation of both libraries with the toolchain's own docc, treating every
 # warning (a broken symbol or article link, say) as an error, after checking that every public
-# symbol has a doc comment. No package dependency is needed.
+# symbol has a doc comment and that every link and type reference in the Markdown files and doc
+# comments points somewhere (Scripts/check-links.py). No package dependency is needed.
 #   bash Scripts/docs.sh            # archives in .build/docs/<Module>.doccarchive
 # Open an archive with `docc preview`, or publish it as a static site with `docc process-archive
 # transform-for-static-hosting`.
@@ -25,6 +26,8 @@ for module in APIManagerKit APIManagerKitTesting; do
     fi
 done
 python3 Scripts/doc-coverage.py "$graphs" APIManagerKit APIManagerKitTesting
+# Links, articles, README sections and type references in Markdown and doc comments must resolve.
+python3 Scripts/check-links.py "$graphs" APIManagerKit APIManagerKitTesting
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 for module in APIManagerKit APIManagerKitTesting; do
     module_graphs=".build/symbol-graphs-$module"

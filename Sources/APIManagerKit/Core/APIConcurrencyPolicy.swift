@@ -1,9 +1,9 @@
 /// How a task behaves towards the other in-flight tasks of its scope when it is sent.
 ///
-/// A policy applies among the tasks of one ``APIManager`` instance, narrowed further by
-/// ``APIRequest/concurrencyScope``: tasks whose scopes differ never interact. A task is *in flight*
-/// while it is waiting to start, running an attempt, or waiting for a retry. The README has the full
-/// table of interactions.
+/// A policy applies among the tasks of one ``APIEngine`` (one manager's, unless managers share an
+/// engine), narrowed further by ``APIRequest/concurrencyScope``: tasks whose scopes differ never
+/// interact. A task is *in flight* while it is waiting to start, running an attempt, or waiting for
+/// a retry. <doc:ConcurrencyPolicies> has the full table of interactions.
 public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// Starts at once, alongside anything else.
     case `default`

@@ -48,7 +48,7 @@ public protocol APIManager: AnyObject, Sendable {
 
     /// The delay before retrying after attempt `attempt` failed with `error`, or `nil` to give up.
     /// Defaults to the request's ``APIRequest/retryPolicy`` (no retry when it is `nil`). Never asked
-    /// for cancelled, ignored, timed-out, decoding or too-large failures.
+    /// for cancelled, ignored, timed-out, decoding, too-large or authentication failures.
     func retryDelay(for task: APITask<Request>, afterAttempt attempt: Int, error: APIError) -> TimeInterval?
 
     /// The task is queued behind others. Defaults to forwarding to the delegate.

@@ -1,4 +1,4 @@
-/// The base delegate protocol of every manager: five events, each with an empty default.
+/// The base delegate protocol of every manager: six events, each with an empty default.
 ///
 /// Events arrive through the manager's forwarding methods (``APIManager/task(_:didFinishWith:)`` and
 /// its siblings), on the manager's ``APIManager/eventDelivery`` (the main queue unless set), one at a
@@ -6,7 +6,7 @@
 /// `didFinishWith` or `didFailWith`, and no event after it.
 ///
 /// For typed events, refine this protocol with your own methods and forward to them from the
-/// manager (see the README's "Typed delegates").
+/// manager (see <doc:DelegateAndAsync>).
 public protocol APIManagerDelegate: AnyObject {
     /// The task is queued behind others of its scope. At most once per task, before any other event.
     func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask)

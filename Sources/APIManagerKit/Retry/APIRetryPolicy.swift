@@ -10,7 +10,8 @@ import FoundationNetworking
 /// ``APIManager/retryDelay(for:afterAttempt:error:)`` consults it. ``delay(afterAttempt:error:method:randomUnit:now:)``
 /// is a pure function, so the delay table can be tested without waiting.
 ///
-/// Whatever the policy says, cancelled, ignored, timed-out and decoding failures are never retried.
+/// Whatever the policy says, cancelled, ignored, timed-out, decoding, too-large and authentication
+/// failures are never retried.
 public struct APIRetryPolicy: Sendable, Hashable {
     /// Attempts in all, the first included. `3` unless set.
     public var maxAttempts: Int
