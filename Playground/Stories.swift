@@ -100,6 +100,8 @@ final class Stage: @unchecked Sendable {
     let baseURL: URL
     let isLive: Bool
     let authentication: APIAuthentication?
+    /// What the stage's engines send with: the simulated backend, or the live transport.
+    let transport: any APITransport
     private var livePaths: [String: String] = [:]
 
     /// - Parameters:
@@ -116,9 +118,10 @@ final class Stage: @unchecked Sendable {
         let authentication = authentication?(
             Setting(clock: clock, baseURL: baseURL, isLive: isLive, timeline: timeline))
         self.authentication = authentication
+        transport = isLive ? liveTransport : backend
         api = StoryAPI(
             engine: APIEngine(
-                transport: isLive ? liveTransport : backend, clock: clock, randomSource: SeededRandom(seed: 7),
+                transport: transport, clock: clock, randomSource: SeededRandom(seed: 7),
                 delivery: .immediate, execution: isLive ? .concurrent() : .inline,
                 cache: APIResponseCache(disk: nil, clock: clock), authentication: authentication))
         api.delegate = timeline
@@ -144,6 +147,12 @@ final class Stage: @unchecked Sendable {
     func stub(_ path: String, _ replies: MockTransport.Reply..., live: String) {
         livePaths[path] = live
         backend.stub(nil, path, replies: replies)
+    }
+
+    /// The path a request for `path` takes: itself on the simulated backend, its live path on a
+    /// real server.
+    func path(_ path: String) -> String {
+        isLive ? livePaths[path] ?? path : path
     }
 
     @discardableResult
@@ -202,7 +211,7 @@ struct Story: Sendable {
     var authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil
     let run: @Sendable (Stage) -> Void
 
-    static let all: [Story] = [cart, search, refresh, detail, flaky, cache, session]
+    static let all: [Story] = [cart, search, refresh, detail, flaky, cache, session, profile]
 
     static let cart = Story(
         name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)"

@@ -48,7 +48,9 @@ expect_lines "$playground_output" \
     "reopen feed        shows the cached copy at once" \
     "   0.200s      token              refresh starts: the server refused \"expired\"" \
     "   0.700s  #3  cart badge         ends: 200" \
-    "3 of 3 screens loaded after 1 refresh(es)"
+    "3 of 3 screens loaded after 1 refresh(es)" \
+    "   0.200s      profile screen     shows Ada Lovelace, member since 1843" \
+    "   0.700s      profile screen     shows an error: status 404"
 echo "== Playground against the real server (--base-url)"
 # Every story's key lines in a live run ($1: the output, $2: the transport it names).
 expect_live_stories() {
@@ -61,7 +63,9 @@ expect_live_stories() {
         "reopen feed        ends: 200 from the cache, confirmed by a 304" \
         'refresh starts: the server refused "expired"' \
         "cart badge         ends: 200" \
-        "3 of 3 screens loaded after 1 refresh(es)"
+        "3 of 3 screens loaded after 1 refresh(es)" \
+        "profile screen     shows Ada Lovelace, member since 1843" \
+        "profile screen     shows an error: status 404"
 }
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"

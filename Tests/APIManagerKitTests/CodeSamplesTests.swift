@@ -52,6 +52,65 @@ final class CartAPI: APIManager {
     }
 }
 
+// MARK: article "Getting started", "A service object with typed callbacks"
+
+struct MeRequest: APIRequest {
+    let url = URL(string: "https://shop.example.com/api")!
+    var path = "me"
+}
+
+struct UserProfile: APIResponse, Decodable {
+    let name: String
+}
+
+protocol ProfileServiceDelegate: APIManagerDelegate {
+    func profileService(_ service: ProfileService, didLoad profile: UserProfile)
+    func profileService(_ service: ProfileService, didFailWith error: APIError)
+}
+
+final class ProfileService: APIManager {
+    typealias Request = MeRequest
+    typealias Response = UserProfile
+    typealias Delegate = any ProfileServiceDelegate
+
+    let engine: APIEngine
+    init(engine: APIEngine = APIEngine()) { self.engine = engine }
+
+    func loadProfile() { send(MeRequest()) }
+
+    func task(_ task: APITask<MeRequest>, didFinishWith response: UserProfile) {
+        delegate?.profileService(self, didLoad: response)
+    }
+
+    func task(_ task: APITask<MeRequest>, didFailWith error: APIError) {
+        delegate?.profileService(self, didFailWith: error)
+    }
+}
+
+final class ProfileScreen: ProfileServiceDelegate, @unchecked Sendable {
+    let service = ProfileService()
+    var title = ""
+
+    init() { service.delegate = self }
+
+    func profileService(_ service: ProfileService, didLoad profile: UserProfile) { title = profile.name }
+    func profileService(_ service: ProfileService, didFailWith error: APIError) { title = "—" }
+}
+
+@Test func theProfileServiceForwardsTypedResultsToItsScreen() {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.get, "/api/me", .json(#"{"name":"Ada"}"#), .status(500))
+    let screen = ProfileScreen()
+    let service = ProfileService(
+        engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+    service.delegate = screen
+    service.loadProfile()
+    #expect(screen.title == "Ada")
+    service.loadProfile()
+    #expect(screen.title == "—")
+}
+
 // MARK: article "Getting started", "Envelope responses"
 
 struct WeatherEnvelope: APIEnvelopeResponse {
