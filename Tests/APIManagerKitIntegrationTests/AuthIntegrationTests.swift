@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Integration: auth and redirects", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite("Integration: auth and redirects", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(2)))
 struct AuthIntegrationTests {
     @Test func basicAuthIsAcceptedAndAWrongPasswordIsRefused() async throws {
         var request = HTTPRequest("basic-auth/ada/s3cret")
@@ -85,7 +85,9 @@ struct AuthIntegrationTests {
     }
 }
 
-@Suite("Integration: authentication challenges", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite(
+    "Integration: authentication challenges", .enabled(if: Server.isAvailable, Server.skipReason),
+    .timeLimit(.minutes(2)))
 struct ChallengeIntegrationTests {
     @Test func aChallenged401IsDeliveredAsTheResponseItIs() async {
         let request = HTTPRequest("fixture/error/401", parameters: ["challenge": true, "text": "token expired"])

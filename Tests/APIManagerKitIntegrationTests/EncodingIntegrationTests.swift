@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Integration: request encoding", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite("Integration: request encoding", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(2)))
 struct EncodingIntegrationTests {
     let client = Client<Echoed>()
 

@@ -7,7 +7,9 @@ import FoundationNetworking
 #endif
 
 /// The core issue's policies over real sockets: the server records when each request ran.
-@Suite("Integration: policies over real sockets", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite(
+    "Integration: policies over real sockets", .enabled(if: Server.isAvailable, Server.skipReason),
+    .timeLimit(.minutes(2)))
 struct PolicyIntegrationTests {
     struct Entry: Decodable {
         let name: String

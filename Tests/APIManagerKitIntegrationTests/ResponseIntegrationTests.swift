@@ -6,7 +6,8 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Integration: responses and errors", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite(
+    "Integration: responses and errors", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(2)))
 struct ResponseIntegrationTests {
     @Test(arguments: [400, 404, 418, 500, 503])
     func anUnacceptableStatusKeepsStatusHeadersAndBody(status: Int) async {
@@ -127,7 +128,9 @@ enum SHA256Hex {
     }
 }
 
-@Suite("Integration: pagination through the Link header", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite(
+    "Integration: pagination through the Link header", .enabled(if: Server.isAvailable, Server.skipReason),
+    .timeLimit(.minutes(2)))
 struct PaginationIntegrationTests {
     struct Page: APIResponse, Decodable {
         let page: Int
@@ -168,7 +171,9 @@ struct PaginationIntegrationTests {
     }
 }
 
-@Suite("Integration: lenient mapping of a real body", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite(
+    "Integration: lenient mapping of a real body", .enabled(if: Server.isAvailable, Server.skipReason),
+    .timeLimit(.minutes(2)))
 struct LenientMappingIntegrationTests {
     /// httpbin echoes query values as strings: mapped leniently into typed values.
     struct Echo: APIResponse, APIMappable {

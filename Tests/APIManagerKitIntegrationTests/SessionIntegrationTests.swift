@@ -91,7 +91,9 @@ struct TokenRealm {
     }
 }
 
-@Suite("Integration: sessions that survive an expired token", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite(
+    "Integration: sessions that survive an expired token", .enabled(if: Server.isAvailable, Server.skipReason),
+    .timeLimit(.minutes(2)))
 struct SessionIntegrationTests {
     @Test func concurrentRefusalsStartExactlyOneRefresh() async throws {
         let realm = TokenRealm()

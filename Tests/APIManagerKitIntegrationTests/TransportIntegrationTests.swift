@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Integration: transport", .enabled(if: Server.isAvailable, Server.skipReason))
+@Suite("Integration: transport", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(2)))
 struct TransportIntegrationTests {
     @Test func cancellingATaskCancelsTheRequestAndEndsAsCancelled() async throws {
         let transport = TransportUnderTest.make()

@@ -3,7 +3,7 @@ import APIManagerKitTesting
 import Foundation
 import Testing
 
-@Suite("Async sending")
+@Suite("Async sending", .timeLimit(.minutes(1)))
 struct AsyncTests {
     @Test func responseForReturnsTheTypedResponse() async throws {
         let h = Harness()

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Auth and monitoring")
+@Suite("Auth and monitoring", .timeLimit(.minutes(1)))
 struct AuthAndMonitoringTests {
     func manager(
         _ transport: MockTransport, _ clock: TestClock, persisted: APIPersistedHeaders? = nil,

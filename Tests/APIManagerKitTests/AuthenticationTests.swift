@@ -58,7 +58,7 @@ final class AuthHarness: @unchecked Sendable {
     }
 }
 
-@Suite("Authentication: one refresh for any number of refusals")
+@Suite("Authentication: one refresh for any number of refusals", .timeLimit(.minutes(1)))
 struct AuthenticationTests {
     @Test func concurrentRefusalsStartExactlyOneRefreshAndEveryTaskIsReplayedWithTheNewCredential() {
         let auth = AuthHarness()

@@ -82,7 +82,7 @@ final class CacheHarness: @unchecked Sendable {
     deinit { directory.cleanUp() }
 }
 
-@Suite("Response cache")
+@Suite("Response cache", .timeLimit(.minutes(1)))
 struct CacheTests {
     // MARK: Options
 

@@ -204,7 +204,7 @@ let otherOptions: [FeedRequest] = [
 
 // MARK: Checks of the samples themselves
 
-@Suite("README and article samples")
+@Suite("README and article samples", .timeLimit(.minutes(1)))
 struct CodeSamplesTests {
     @Test func theFeedSampleShowsTheStoredFeedThenTheNetworks() async throws {
         let clock = TestClock()

@@ -37,7 +37,7 @@ final class BasketScreen: BasketAPIDelegate, @unchecked Sendable {
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) { baseStarts += 1 }
 }
 
-@Suite("Delegate and lifecycle")
+@Suite("Delegate and lifecycle", .timeLimit(.minutes(1)))
 struct DelegateTests {
     @Test func typedDelegateMethodsReceiveTypedResponses() {
         let h = Harness()

@@ -9,7 +9,7 @@ import FoundationNetworking
 #endif
 
 /// Where an engine with `execution: .queue(…)` does its work.
-@Suite("Execution on the work queue")
+@Suite("Execution on the work queue", .timeLimit(.minutes(1)))
 struct ExecutionTests {
     static let marker = DispatchSpecificKey<String>()
 
@@ -107,7 +107,7 @@ struct ExecutionTests {
 }
 
 /// The cache store stage on a work queue writes its file after the task ends (write behind).
-@Suite("Write-behind cache stores")
+@Suite("Write-behind cache stores", .timeLimit(.minutes(1)))
 struct WriteBehindTests {
     /// A memory budget of 0, so only the disk (or the pending write) can answer.
     private func makeManager(_ directory: TemporaryDirectory) -> (TestManager, MockTransport, APIResponseCache) {
@@ -160,7 +160,7 @@ struct WriteBehindTests {
 /// The typed response travels from the response stage to the delegate and the async caller with its
 /// type: nothing is erased and cast back, so even managers of different response types sharing one
 /// engine each get their own type.
-@Suite("Typed end to end")
+@Suite("Typed end to end", .timeLimit(.minutes(1)))
 struct TypedEndToEndTests {
     struct Count: APIResponse, Decodable, Equatable { let count: Int }
 

@@ -96,7 +96,7 @@ final class ProblemAPI: APIManager {
     }
 }
 
-@Suite("Article samples: Talking HTTP")
+@Suite("Article samples: Talking HTTP", .timeLimit(.minutes(1)))
 struct HTTPCodeSamplesTests {
     @Test func theItemsRequestFillsItsTemplateAndQuery() throws {
         let url = try ItemsRequest(store: "lisbon centre", query: "desk lamp").resolvedURL()

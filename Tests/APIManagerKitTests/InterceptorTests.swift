@@ -58,7 +58,7 @@ final class Gate: @unchecked Sendable {
     }
 }
 
-@Suite("Interceptors: adapt before each attempt, inspect before validation")
+@Suite("Interceptors: adapt before each attempt, inspect before validation", .timeLimit(.minutes(1)))
 struct InterceptorTests {
     @Test func adaptRunsBeforeEachAttemptInOrderWithAFreshValue() {
         let counter = Locked(0)

@@ -28,7 +28,7 @@ final class WeakBox<Object: AnyObject>: @unchecked Sendable {
     init(_ object: Object) { self.object = object }
 }
 
-@Suite("Lifetimes")
+@Suite("Lifetimes", .timeLimit(.minutes(1)))
 struct LifetimeTests {
     private func manager(clock: HoardingClock, transport: MockTransport) -> TestManager {
         TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))

@@ -10,7 +10,7 @@ import FoundationNetworking
 
 /// Policies in named scopes behave exactly as in the default scope, and cancelling never starts or
 /// sends a task that is itself being cancelled.
-@Suite("Named scopes and cancelling")
+@Suite("Named scopes and cancelling", .timeLimit(.minutes(1)))
 struct NamedScopeTests {
     /// Every sequence of three policies (each row of the interaction table, with what follows it)
     /// gives the same events and the same requests on the wire in a named scope as in the default

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Link headers (RFC 8288)")
+@Suite("Link headers (RFC 8288)", .timeLimit(.minutes(1)))
 struct LinkHeaderTests {
     let base = URL(string: "https://api.example.com/repos/1/issues?page=1")!
 
@@ -102,7 +102,7 @@ final class PagesAPI: APIManager {
     init(engine: APIEngine) { self.engine = engine }
 }
 
-@Suite("Pagination through the Link header")
+@Suite("Pagination through the Link header", .timeLimit(.minutes(1)))
 struct PaginationTests {
     /// `/items?page=N` of `total` pages, each linking to the next with a relative URL.
     func makeAPI(total: Int, loopBackAt: Int? = nil) -> (PagesAPI, MockTransport) {

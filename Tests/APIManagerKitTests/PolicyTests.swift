@@ -3,7 +3,7 @@ import APIManagerKitTesting
 import Foundation
 import Testing
 
-@Suite("Concurrency policies")
+@Suite("Concurrency policies", .timeLimit(.minutes(1)))
 struct PolicyTests {
     // MARK: default
 

@@ -10,7 +10,7 @@ import FoundationNetworking
 
 /// A refresh that hangs, is overruled, times out, races a sign-in, or ends on another engine's
 /// thread; and the store that must end with the credential the session uses.
-@Suite("Authentication: refreshes that hang, race or time out")
+@Suite("Authentication: refreshes that hang, race or time out", .timeLimit(.minutes(1)))
 struct RefreshLifecycleTests {
     @Test func aSignInDuringAHungRefreshReleasesTheWaitersAtOnceAndLaterRequestsDoNotWait() {
         let auth = AuthHarness()  // refreshes are held: this one never returns

@@ -76,7 +76,7 @@ func outcome<Response: APIResponse>(
     }
 }
 
-@Suite("Response handling")
+@Suite("Response handling", .timeLimit(.minutes(1)))
 struct ResponseHandlingTests {
     @Test func aKeyPathSelectsTheValueToDecode() async throws {
         let body = #"{"data":{"items":[{"name":"a"},{"name":"b"}],"total":2}}"#

@@ -84,7 +84,7 @@ struct MachineHarness {
     }
 }
 
-@Suite("Scheduling machine: the interaction table")
+@Suite("Scheduling machine: the interaction table", .timeLimit(.minutes(1)))
 struct SchedulingMachineTests {
     /// What the scope holds when the new task is sent.
     enum Holding: CaseIterable { case nothing, running, runningAndLine }

@@ -8,7 +8,7 @@ import FoundationNetworking
 #endif
 
 /// The one rule for secrets (`APISecrets`), in every place that prints a request.
-@Suite("Secrets in cURL descriptions and events")
+@Suite("Secrets in cURL descriptions and events", .timeLimit(.minutes(1)))
 struct SecretsTests {
     private func request(_ url: String, method: String = "POST", contentType: String? = nil, body: String? = nil)
         -> URLRequest

@@ -82,7 +82,7 @@ final class ProfileAPI: APIManager {
 
 typealias OrdersAPI = ProfileAPI
 
-@Suite("Article samples: sessions")
+@Suite("Article samples: sessions", .timeLimit(.minutes(1)))
 struct SessionCodeSamplesTests {
     @Test func theDefaultHeadersSampleAddsAKeyReplacesTheAgentAndRemovesTheLanguage() {
         let apiKey = "k-123"

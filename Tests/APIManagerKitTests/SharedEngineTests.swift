@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// Managers sharing one engine: each keeps its own `cancelAll()`, `inFlightTasks` and delegate.
-@Suite("Managers sharing an engine")
+@Suite("Managers sharing an engine", .timeLimit(.minutes(1)))
 struct SharedEngineTests {
     private func twoManagers() -> (Harness, TestManager, EventRecorder) {
         let harness = Harness()

@@ -16,7 +16,7 @@ struct SplitMix64: RandomNumberGenerator {
     }
 }
 
-@Suite("Stress")
+@Suite("Stress", .timeLimit(.minutes(1)))
 struct StressTests {
     /// Four threads send tasks with random policies, scopes, replies (instant, delayed, failing and
     /// retried), deadlines and cancellations, while advancing the shared virtual clock. Every task

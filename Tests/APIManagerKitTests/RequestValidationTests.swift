@@ -9,8 +9,8 @@ import FoundationNetworking
 
 /// Hostile caller input: every way into a request that could change it behind the caller's back is
 /// a typed error instead.
-@Suite("Hardening: request input")
-struct HardeningRequestTests {
+@Suite("Request validation: hostile caller input")
+struct RequestValidationTests {
     static let injectedNames = ["X-Probe\r\nX-Injected: yes\r\nX-Other", "X-Probe\nX-Injected", "Bad Name", "", "X:Y"]
 
     @Test(arguments: injectedNames)

@@ -15,8 +15,8 @@ import FoundationNetworking
 
 /// The cache under hostile conditions: forged files, hostile directories, oversized entries, and
 /// authenticated responses without a partition.
-@Suite("Hardening: cache")
-struct HardeningCacheTests {
+@Suite("Cache: forged files, hostile directories, authenticated responses", .timeLimit(.minutes(1)))
+struct CacheFilesAndPartitionsTests {
     @Test func replacingAnEntryByOneLargerThanTheBudgetKeepsMemoryWithinIt() {
         let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
         let key = APICacheKey(method: "GET", url: "https://a.test/big")

@@ -6,9 +6,11 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// The hardening fixes, against the real server: what a hostile caller or a broken server does.
-@Suite("Integration: hardening", .enabled(if: Server.isAvailable, Server.skipReason))
-struct HardeningIntegrationTests {
+/// Against the real server: what a hostile caller or a broken server does.
+@Suite(
+    "Integration: hostile input and broken servers", .enabled(if: Server.isAvailable, Server.skipReason),
+    .timeLimit(.minutes(2)))
+struct HostileInputIntegrationTests {
     @Test func aHeaderNameWithCRLFFailsTheTaskInsteadOfInjectingHeaderLines() async {
         var request = HTTPRequest("headers")
         request.headers = ["X-Probe\r\nX-Injected: yes\r\nX-Other": "1"]

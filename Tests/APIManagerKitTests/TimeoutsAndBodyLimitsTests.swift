@@ -23,9 +23,9 @@ final class LimitedManager: APIManager {
     init(engine: APIEngine) { self.engine = engine }
 }
 
-/// Decisions the hardening review asked for, each pinned by a test.
-@Suite("Hardening: engine decisions")
-struct HardeningEngineTests {
+/// Attempt timeouts, the response body limit, and cache hits timed on the cache's clock.
+@Suite("Timeouts, body limits and the cache's clock")
+struct TimeoutsAndBodyLimitsTests {
     private func limited() -> (LimitedManager, MockTransport, EventRecorder) {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
