@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Starts the integration tests' HTTP server (httpbin + fixtures under gunicorn) on two loopback
-# ports, installing it first into .build-venv if needed, and prints the exports the tests read:
+# ports, and a hostile raw-socket server (Tests/IntegrationServer/raw_server.py) on a third,
+# installing them first into .build-venv if needed, and prints the exports the tests read:
 #   eval "$(bash Scripts/integration-server.sh start)"   ...   bash Scripts/integration-server.sh stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="$PWD/.build-venv"
 pidfile="$venv/gunicorn.pid"
+rawpidfile="$venv/raw-server.pid"
 
 case "${1:-start}" in
 start)
@@ -15,7 +17,7 @@ start)
     fi
     ports=$("$venv/bin/python" - <<'PY'
 import socket
-sockets = [socket.socket() for _ in range(2)]
+sockets = [socket.socket() for _ in range(3)]
 for s in sockets:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in sockets))
@@ -23,27 +25,33 @@ for s in sockets:
     s.close()
 PY
 )
-    read -r first second <<< "$ports"
+    read -r first second third <<< "$ports"
+    nohup "$venv/bin/python" Tests/IntegrationServer/raw_server.py "$third" > "$venv/raw-server.log" 2>&1 &
+    echo $! > "$rawpidfile"
     "$venv/bin/gunicorn" --chdir Tests/IntegrationServer --bind "127.0.0.1:$first" --bind "127.0.0.1:$second" \
         --worker-class gthread --workers 1 --threads 32 --keep-alive 30 --timeout 120 \
         --pid "$pidfile" --daemon --error-logfile "$venv/gunicorn.log" app:app
     for _ in $(seq 1 100); do
-        if curl -fsS "http://127.0.0.1:$first/get" > /dev/null 2>&1 && curl -fsS "http://127.0.0.1:$second/get" > /dev/null 2>&1; then
+        if curl -fsS "http://127.0.0.1:$first/get" > /dev/null 2>&1 && curl -fsS "http://127.0.0.1:$second/get" > /dev/null 2>&1 \
+            && curl -fsS "http://127.0.0.1:$third/ready" > /dev/null 2>&1; then
             echo "export APIMANAGERKIT_TEST_SERVER=http://127.0.0.1:$first"
             echo "export APIMANAGERKIT_TEST_SERVER_2=http://127.0.0.1:$second"
+            echo "export APIMANAGERKIT_RAW_SERVER=http://127.0.0.1:$third"
             exit 0
         fi
         sleep 0.1
     done
     echo "the integration server did not start; its log:" >&2
-    cat "$venv/gunicorn.log" >&2 || true
+    cat "$venv/gunicorn.log" "$venv/raw-server.log" >&2 || true
     exit 1
     ;;
 stop)
-    if [[ -f "$pidfile" ]]; then
-        kill "$(cat "$pidfile")" 2> /dev/null || true
-        rm -f "$pidfile"
-    fi
+    for file in "$pidfile" "$rawpidfile"; do
+        if [[ -f "$file" ]]; then
+            kill "$(cat "$file")" 2> /dev/null || true
+            rm -f "$file"
+        fi
+    done
     ;;
 *)
     echo "usage: $0 start|stop" >&2

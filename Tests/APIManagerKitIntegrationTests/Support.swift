@@ -11,11 +11,14 @@ enum Server {
     static let base = ProcessInfo.processInfo.environment["APIMANAGERKIT_TEST_SERVER"].flatMap(URL.init(string:))
     /// The same server on another port: another origin, for cross-origin redirects.
     static let second = ProcessInfo.processInfo.environment["APIMANAGERKIT_TEST_SERVER_2"].flatMap(URL.init(string:))
-    static let isAvailable = base != nil && second != nil
+    /// The hostile raw-socket server (Tests/IntegrationServer/raw_server.py).
+    static let raw = ProcessInfo.processInfo.environment["APIMANAGERKIT_RAW_SERVER"].flatMap(URL.init(string:))
+    static let isAvailable = base != nil && second != nil && raw != nil
     static let skipReason: Comment =
         "APIMANAGERKIT_TEST_SERVER is not set: the integration suite is SKIPPED. Run `bash Scripts/test.sh`, which starts the server."
     static var url: URL { base ?? URL(fileURLWithPath: "/") }
     static var secondURL: URL { second ?? URL(fileURLWithPath: "/") }
+    static var rawURL: URL { raw ?? URL(fileURLWithPath: "/") }
 }
 
 /// A request with every input stored.
@@ -122,3 +125,23 @@ final class TaskEnds: APIManagerDelegate, @unchecked Sendable {
         }
     }
 }
+
+/// The most memory the process has held so far, in bytes (`getrusage`'s high-water mark).
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    #if canImport(Darwin)
+    getrusage(RUSAGE_SELF, &usage)
+    return Int(usage.ru_maxrss)
+    #else
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Int(usage.ru_maxrss) * 1024
+    #endif
+}
+
+/// Whether this process runs under ThreadSanitizer, whose shadow memory makes memory figures
+/// meaningless.
+#if canImport(Darwin)
+let runsUnderThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: -2), "__tsan_init") != nil
+#else
+let runsUnderThreadSanitizer = dlsym(nil, "__tsan_init") != nil  // nil is RTLD_DEFAULT on glibc
+#endif

@@ -10,5 +10,21 @@ enum TransportUnderTest {
     typealias Transport = URLSessionTransport
     static let name = "URLSessionTransport"
 
+    /// Whether a compressed body refused at the limit stays within the limit's memory. Not on
+    /// Linux: libcurl inflates the whole body and FoundationNetworking queues every chunk for the
+    /// delegate before the transport can stop it.
+    #if canImport(FoundationNetworking)
+    static let boundsCompressedBodyMemory = false
+    #else
+    static let boundsCompressedBodyMemory = true
+    #endif
+    /// Whether a kept-alive connection with bytes nobody asked for is closed instead of reused. Not
+    /// on Linux: libcurl reuses it and reads those bytes as the next answer.
+    #if canImport(FoundationNetworking)
+    static let refusesDesynchronizedConnections = false
+    #else
+    static let refusesDesynchronizedConnections = true
+    #endif
+
     static func make() -> Transport { URLSessionTransport() }
 }

@@ -36,7 +36,7 @@ def _make_bomb(mebibytes):
 
 # Made when the worker starts, so serving it never holds up other requests.
 _BOMB_MIB = 64
-_BOMB = _make_bomb(_BOMB_MIB)
+_BOMBS = {_BOMB_MIB: _make_bomb(_BOMB_MIB)}
 
 
 def _json(start_response, status, payload, headers=()):
@@ -124,8 +124,13 @@ def fixture(environ, start_response):
         return _json(start_response, "401 Unauthorized", {"message": "who are you"}, challenges)
 
     if route == "gzip-bomb":
-        # 64 MiB of zeros, sent gzip-compressed (about 64 KiB on the wire).
-        body = _BOMB
+        # 64 MiB of zeros, sent gzip-compressed (about 64 KiB on the wire); ?mib=N (up to 2048) for
+        # another size, made on first use and kept.
+        mebibytes = min(max(int(query.get("mib", _BOMB_MIB)), 1), 2048)
+        with _lock:
+            body = _BOMBS.get(mebibytes)
+            if body is None:
+                body = _BOMBS[mebibytes] = _make_bomb(mebibytes)
         start_response("200 OK", [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip"),
                                   ("Content-Length", str(len(body)))])
         return [body]

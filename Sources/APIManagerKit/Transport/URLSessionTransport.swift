@@ -11,10 +11,9 @@ import FoundationNetworking
 /// task cancels its `URLSessionTask`.
 ///
 /// - Redirects are followed, but when one leaves the request's origin (scheme, host and port) the
-///   credential headers are removed first: `Authorization`, `Proxy-Authorization`, `Cookie`, any
-///   header the engine marks sensitive (a custom auth header, persisted auth headers) and any header
-///   whose name contains `token`, `secret`, `password`, `api-key`, `apikey`, `auth` or `session`:
-///   the rule that also redacts cURL descriptions.
+///   credential headers are removed first: those ``APISecrets`` names (`Authorization`, `Cookie`,
+///   `X-API-Key`…) and any header the engine marks sensitive (a custom auth header, persisted auth
+///   headers): the rule that also redacts cURL descriptions.
 /// - A `401` is delivered as the response it is, body included: credentials travel in headers
 ///   (``APIAuthorization``), never through challenges.
 /// - A request's `timeoutInterval` (``APIRequest/timeout``) is the longest one attempt may take,
@@ -25,7 +24,14 @@ import FoundationNetworking
 /// - The body is collected chunk by chunk, so a body limit
 ///   (``APITransportOptions/maxResponseBodySize``) stops the transfer as soon as the decompressed
 ///   body passes it, and fails with ``APIError/responseTooLarge(limit:)``. A `Content-Length`
-///   already past the limit (without a `Content-Encoding`) stops it before the first byte.
+///   already past the limit (without a `Content-Encoding`) stops it before the first byte. On Linux
+///   a compressed body is inflated whole by libcurl, and FoundationNetworking queues every chunk
+///   for the delegate before the transport can cancel: memory follows the inflated size while such
+///   a body is refused (a 1 GiB gzip bomb refused at 1 MiB peaks near 1.1 GiB).
+/// - On Linux, libcurl reuses a kept-alive connection on which the server sent bytes past the last
+///   answer's `Content-Length`, and reads them as the next request's answer; FoundationNetworking
+///   offers no way to refuse that reuse. Prefer `AsyncHTTPClientTransport` (which closes such a
+///   connection) for servers you do not trust.
 /// - A connection that closes after the response head but before the whole body fails with
 ///   `URLError(.networkConnectionLost)` (retried for idempotent methods by the default
 ///   ``APIRetryPolicy``), not the `URLError(.unknown)` the Linux URLSession reports.

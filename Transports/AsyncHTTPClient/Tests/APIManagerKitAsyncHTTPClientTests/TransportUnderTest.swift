@@ -7,5 +7,10 @@ enum TransportUnderTest {
     typealias Transport = AsyncHTTPClientTransport
     static let name = "AsyncHTTPClientTransport"
 
+    /// Whether a compressed body refused at the limit stays within the limit's memory.
+    static let boundsCompressedBodyMemory = true
+    /// Whether a kept-alive connection with bytes nobody asked for is closed instead of reused.
+    static let refusesDesynchronizedConnections = true
+
     static func make() -> Transport { AsyncHTTPClientTransport() }
 }
