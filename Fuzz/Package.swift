@@ -8,7 +8,7 @@ import PackageDescription
 let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
-    "FuzzLenientMapping",
+    "FuzzLenientMapping", "FuzzSetCookie",
 ]
 
 let package = Package(

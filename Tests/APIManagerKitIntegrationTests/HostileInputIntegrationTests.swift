@@ -202,6 +202,23 @@ struct HostileInputIntegrationTests {
         let sent = try await client.response(for: HTTPRequest("cookies"))
         #expect(sent.cookies.isEmpty, "\(sent.cookies)")
     }
+
+    /// With a cookie store, the cookie httpbin sets on its redirect reaches the redirect's target
+    /// (the transport stores it at the hop) and every later request to the host.
+    @Test func aCookieStoreCarriesTheCookieARedirectSet() async throws {
+        struct Cookies: APIResponse, Decodable { let cookies: [String: String] }
+        let store = APICookieStore()
+        let client = Client<Cookies>(transport: TransportUnderTest.make(), cookies: store)
+        let redirected = try await client.response(for: HTTPRequest("cookies/set", parameters: ["session": "abc"]))
+        #expect(redirected.cookies == ["session": "abc"])
+        let later = try await client.response(for: HTTPRequest("cookies"))
+        #expect(later.cookies == ["session": "abc"])
+        #expect(store.allCookies.map(\.name) == ["session"])
+        // Deleted by the server: an expired Set-Cookie removes it.
+        _ = try? await client.response(for: HTTPRequest("cookies/delete", parameters: ["session": ""]))
+        #expect(store.allCookies.isEmpty)
+        #expect(try await client.response(for: HTTPRequest("cookies")).cookies.isEmpty)
+    }
 }
 
 /// The case name of an error, for comparisons.

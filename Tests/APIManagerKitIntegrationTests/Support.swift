@@ -70,8 +70,11 @@ final class Client<Response: APIResponse>: APIManager {
     typealias Request = HTTPRequest
     let engine: APIEngine
     init(_ engine: APIEngine) { self.engine = engine }
-    convenience init(transport: any APITransport = Shared.transport, persisted: APIPersistedHeaders? = nil) {
-        self.init(APIEngine(transport: transport, delivery: .immediate, persistedHeaders: persisted))
+    convenience init(
+        transport: any APITransport = Shared.transport, persisted: APIPersistedHeaders? = nil,
+        cookies: APICookieStore? = nil
+    ) {
+        self.init(APIEngine(transport: transport, delivery: .immediate, persistedHeaders: persisted, cookies: cookies))
     }
 }
 

@@ -139,6 +139,16 @@ struct HTTPCodeSamplesTests {
         #expect(engine.persistedHeaders?.names == ["access-token", "client", "uid"])
     }
 
+    @Test func theCookieStoreSampleStoresAndSends() throws {
+        let cookies = APICookieStore(
+            fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-cookies.json"))
+        let cookieEngine = APIEngine(cookies: cookies)
+        defer { cookies.removeAll() }
+        cookies.store(setCookie: ["sid=abc; Path=/; Max-Age=60"], from: URL(string: "https://api.example.com/login")!)
+        #expect(cookieEngine.cookies?.cookieHeader(for: URL(string: "https://api.example.com/me")!) == "sid=abc")
+        #expect(cookies.lastWriteError == nil)
+    }
+
     @Test func theProductListIsDecodedAtItsKeyPath() async throws {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)

@@ -97,7 +97,7 @@ enum HTTPDate {
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }
 
-    private static func daysIn(month: Int, year: Int) -> Int {
+    static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: return 30
@@ -107,7 +107,7 @@ enum HTTPDate {
 
     /// Days from 1970-01-01 to the given date of the proleptic Gregorian calendar (H. Hinnant's
     /// `days_from_civil`).
-    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
         let shifted = month <= 2 ? year - 1 : year
         let era = (shifted >= 0 ? shifted : shifted - 399) / 400
         let yearOfEra = shifted - era * 400

@@ -16,7 +16,8 @@ extension APIEngine {
     /// steps are skipped without a look at them.
     func performStart(_ task: AnyAPITask, attempt: Int, isReplay: Bool = false) {
         switch BuildRequestStage.run(
-            task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, secretNames: secretNames)
+            task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, secretNames: secretNames,
+            cookies: cookies, now: clock.date)
         {
         case .success(let built):
             let step = AttemptStep(task: task, number: attempt, isReplay: isReplay)
@@ -201,7 +202,8 @@ extension APIEngine {
         let sent = TransportStage.SentAttempt(
             task: task, number: attempt, request: built.request, startedAt: clock.now,
             options: APITransportOptions(
-                sensitiveHeaders: built.sensitiveHeaders, maxResponseBodySize: task.maxResponseBodySize),
+                sensitiveHeaders: built.sensitiveHeaders, maxResponseBodySize: task.maxResponseBodySize,
+                cookies: cookies, cookieDate: cookies == nil ? nil : clock.date),
             monitor: monitor, cache: cacheContext, isReplay: step.isReplay,
             credentialGeneration: grant?.credential == nil ? nil : grant?.generation)
         monitor?(
@@ -239,7 +241,8 @@ extension APIEngine {
     private func received(
         _ result: Result<APIRawResponse, any Error>, for sent: TransportStage.SentAttempt, authenticates: Bool = true
     ) -> APIRawResponse? {
-        let result = TransportStage.answer(result, for: sent, persistedHeaders: persistedHeaders)
+        let result = TransportStage.answer(
+            result, for: sent, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
         if let monitor = sent.monitor, isCurrent(sent.task, attempt: sent.number) {
             monitor(
                 APIEvent(

@@ -31,6 +31,8 @@ public final class APIEngine: @unchecked Sendable {
     public let cache: APIResponseCache?
     /// The auth headers captured from responses and sent back; `nil` for none.
     public let persistedHeaders: APIPersistedHeaders?
+    /// The cookies stored from responses and sent back (see ``APICookieStore``); `nil` for none.
+    public let cookies: APICookieStore?
     /// Where attempts are built and responses decoded (see ``APIExecution``).
     public let execution: APIExecution
     /// The steps every attempt goes through, in order (see ``APIInterceptor``); none unless given.
@@ -76,6 +78,7 @@ public final class APIEngine: @unchecked Sendable {
     ///   - authentication: none unless given (see ``APIAuthentication``).
     ///   - defaultHeaders: ``APIDefaultHeaders/standard`` (`User-Agent`, `Accept-Language`) unless
     ///     given; ``APIDefaultHeaders/none`` for none.
+    ///   - cookies: none unless given: no cookie is stored or sent (see ``APICookieStore``).
     public init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
@@ -86,8 +89,10 @@ public final class APIEngine: @unchecked Sendable {
         persistedHeaders: APIPersistedHeaders? = nil,
         interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
-        defaultHeaders: APIDefaultHeaders = .standard
+        defaultHeaders: APIDefaultHeaders = .standard,
+        cookies: APICookieStore? = nil
     ) {
+        self.cookies = cookies
         self.interceptors = interceptors
         self.adapters = interceptors.compactMap { $0 as? any APIRequestAdapter }
         self.inspectors = interceptors.compactMap { $0 as? any APIResponseInspector }

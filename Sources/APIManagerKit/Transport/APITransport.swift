@@ -44,11 +44,23 @@ public struct APITransportOptions: Sendable, Hashable {
     /// The largest response body to accept, in bytes after decompression; past it the transport
     /// stops the transfer and fails with ``APIError/responseTooLarge(limit:)``. `nil` for no limit.
     public var maxResponseBodySize: Int?
+    /// The engine's cookie store (see ``APICookieStore``): a transport that follows redirects itself
+    /// stores the `Set-Cookie` of each redirect response and sends the next hop with that hop's
+    /// cookies, through ``redirectRequest(_:from:redirectResponse:)``. `nil` for none.
+    public var cookies: APICookieStore?
+    /// The time cookie expiry is judged at, on the engine's clock, when the attempt was sent;
+    /// `nil` for the system's time.
+    public var cookieDate: Date?
 
     /// Options; none unless given.
-    public init(sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil) {
+    public init(
+        sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
+        cookieDate: Date? = nil
+    ) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
+        self.cookies = cookies
+        self.cookieDate = cookieDate
     }
 }
 
@@ -95,5 +107,26 @@ extension APITransportOptions {
             stripped.setValue(nil, forHTTPHeaderField: name)
         }
         return stripped
+    }
+
+    /// ``redirectRequest(_:from:)``, and with a cookie store (``cookies``): the `Set-Cookie` of the
+    /// redirect response (from `originalURL`) is stored first, and the next hop carries the cookies
+    /// the store has for its own URL in place of the previous hop's. Every transport that follows
+    /// redirects itself calls this for each hop.
+    public func redirectRequest(
+        _ redirected: URLRequest, from originalURL: URL?, redirectResponse: APIRawResponse?
+    ) -> URLRequest {
+        var next = redirectRequest(redirected, from: originalURL)
+        guard let cookies else { return next }
+        let now = cookieDate ?? Date()
+        if let redirectResponse, let setCookie = redirectResponse.value(forHeader: "Set-Cookie"),
+            let from = redirectResponse.url ?? originalURL
+        {
+            cookies.store(setCookie: [setCookie], from: from, at: now)
+        }
+        if let url = next.url {
+            next.setValue(cookies.cookieHeader(for: url, at: now), forHTTPHeaderField: "Cookie")
+        }
+        return next
     }
 }

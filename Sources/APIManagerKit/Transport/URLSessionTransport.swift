@@ -41,8 +41,9 @@ import FoundationNetworking
 ///   `URLError(.cannotDecodeContentData)`.
 /// - Cookies: the session never adds a `Cookie` header nor stores a `Set-Cookie` on its own, on any
 ///   configuration (``init(configuration:)`` turns it off), so every credential sent passes through
-///   the engine, which applies the cache's rule for authenticated requests to it. Send cookies as a
-///   header, or capture them with ``APIPersistedHeaders``.
+///   the engine, which applies the cache's rule for authenticated requests to it. Give the engine an
+///   ``APICookieStore`` (redirect hops store their `Set-Cookie` in it here too), or send a `Cookie`
+///   header yourself.
 public final class URLSessionTransport: APITransport {
     /// The transport managers use unless given another, with an ephemeral configuration.
     public static let shared = URLSessionTransport()
@@ -106,8 +107,8 @@ public final class URLSessionTransport: APITransport {
             return NothingToCancel()
         }
         let record = TaskRecord(
-            delegate: delegate, requestURL: request.url, sensitiveHeaders: options.sensitiveHeaders,
-            maxBodySize: options.maxResponseBodySize, timeout: request.timeoutInterval, completion: completion)
+            delegate: delegate, requestURL: request.url, options: options, timeout: request.timeoutInterval,
+            completion: completion)
         // The delegate holds the record until the task completes, and the record holds the task
         // until then too; `finish` breaks both links.
         let task = session.dataTask(with: request)
@@ -147,7 +148,7 @@ final class TaskRecord: APICancellable, @unchecked Sendable {
     // set once, before the record is registered); the `let`s never change.
     let delegate: SessionDelegate
     let requestURL: URL?
-    let sensitiveHeaders: Set<String>
+    let options: APITransportOptions
     let maxBodySize: Int?
     /// When the attempt times out, in uptime nanoseconds; `nil` for no limit.
     let deadline: UInt64?
@@ -164,13 +165,13 @@ final class TaskRecord: APICancellable, @unchecked Sendable {
     var redirectRefused = false
 
     init(
-        delegate: SessionDelegate, requestURL: URL?, sensitiveHeaders: Set<String>, maxBodySize: Int?,
-        timeout: TimeInterval, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        delegate: SessionDelegate, requestURL: URL?, options: APITransportOptions, timeout: TimeInterval,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) {
         self.delegate = delegate
         self.requestURL = requestURL
-        self.sensitiveHeaders = sensitiveHeaders
-        self.maxBodySize = maxBodySize.map { max(0, $0) }
+        self.options = options
+        self.maxBodySize = options.maxResponseBodySize.map { max(0, $0) }
         self.completion = completion
         self.deadline =
             timeout > 0 && timeout < 1e9 ? DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9) : nil
@@ -249,8 +250,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             completionHandler(nil)
             return
         }
-        let options = APITransportOptions(sensitiveHeaders: record.sensitiveHeaders)
-        completionHandler(options.redirectRequest(request, from: record.requestURL))
+        // Each hop is judged against the one before it (the request URL of this hop).
+        let from = task.currentRequest?.url ?? record.requestURL
+        let redirectResponse = APIRawResponse(
+            statusCode: response.statusCode, headerSource: ResponseHeaders(response: response), body: Data(),
+            url: response.url ?? from)
+        completionHandler(
+            record.options.redirectRequest(request, from: record.requestURL, redirectResponse: redirectResponse))
     }
 
     func urlSession(

@@ -17,7 +17,7 @@ enum BuildRequestStage {
 
     static func run(
         _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders,
-        secretNames: Set<String>
+        secretNames: Set<String>, cookies: APICookieStore?, now: @autoclosure () -> Date
     ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try task.makeURLRequest()
@@ -30,6 +30,12 @@ enum BuildRequestStage {
                 sensitiveHeaders.formUnion(persistedHeaders.names)
             }
             defaultHeaders.apply(to: &request)
+            // The store's cookies, unless the request carries a Cookie header of its own.
+            if let cookies, let url = request.url, request.value(forHTTPHeaderField: "Cookie") == nil,
+                let header = cookies.cookieHeader(for: url, at: now())
+            {
+                request.setValue(header, forHTTPHeaderField: "Cookie")
+            }
             return .success(Built(request: request, sensitiveHeaders: sensitiveHeaders))
         } catch {
             return .failure(error)

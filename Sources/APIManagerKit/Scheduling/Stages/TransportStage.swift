@@ -24,9 +24,10 @@ enum TransportStage {
 
     /// The transport's answer as an ``APIError`` result: its error wrapped, a body past the limit
     /// refused (for transports that do not enforce it themselves), its URL set to the request's when
-    /// the transport gave none, persisted auth headers captured.
+    /// the transport gave none, persisted auth headers and cookies captured.
     static func answer(
-        _ result: Result<APIRawResponse, any Error>, for sent: SentAttempt, persistedHeaders: APIPersistedHeaders?
+        _ result: Result<APIRawResponse, any Error>, for sent: SentAttempt, persistedHeaders: APIPersistedHeaders?,
+        cookies: APICookieStore?, now: @autoclosure () -> Date
     ) -> Result<APIRawResponse, APIError> {
         var result = result.mapError(APIError.wrapTransport)
         if case .success(let raw) = result, let limit = sent.options.maxResponseBodySize, raw.body.count > limit {
@@ -40,6 +41,9 @@ enum TransportStage {
                 result = .success(raw)
             }
             persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
+            if let cookies, let setCookie = raw.value(forHeader: "Set-Cookie"), let url = raw.url {
+                cookies.store(setCookie: [setCookie], from: url, at: now())
+            }
         }
         return result
     }

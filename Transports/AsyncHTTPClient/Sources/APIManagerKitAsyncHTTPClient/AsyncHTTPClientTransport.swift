@@ -224,7 +224,7 @@ final class Exchange: APICancellable, Sendable {
             next.httpMethod = "GET"
             next.httpBody = nil
         }
-        return .follow(options.redirectRequest(next, from: original.url))
+        return .follow(options.redirectRequest(next, from: original.url, redirectResponse: raw))
     }
 
     static func convert(_ request: URLRequest) throws -> HTTPClient.Request {
