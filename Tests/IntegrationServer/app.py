@@ -129,8 +129,11 @@ def fixture(environ, start_response):
         mebibytes = min(max(int(query.get("mib", _BOMB_MIB)), 1), 2048)
         with _lock:
             body = _BOMBS.get(mebibytes)
-            if body is None:
-                body = _BOMBS[mebibytes] = _make_bomb(mebibytes)
+        if body is None:
+            # Made outside the lock, so the other fixtures never wait for it.
+            body = _make_bomb(mebibytes)
+            with _lock:
+                _BOMBS[mebibytes] = body
         start_response("200 OK", [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip"),
                                   ("Content-Length", str(len(body)))])
         return [body]
