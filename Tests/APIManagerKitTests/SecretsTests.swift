@@ -145,6 +145,14 @@ struct SecretsTests {
         #expect(arguments.contains("--data-binary @- https://api.test/upload"))
     }
 
+    @Test func errorAndCacheKeyDescriptionsUseTheSameRule() {
+        let url = URL(string: "https://u:pw@api.test/items?access_token=t0k&page=3")!
+        let loop = APIPaginationError.loop(url).description
+        #expect(loop.contains("access_token=***&page=3") && !loop.contains("t0k") && !loop.contains("pw"))
+        let key = APICacheKey(method: "GET", url: url.absoluteString).description
+        #expect(key.contains("access_token=***") && !key.contains("t0k"))
+    }
+
     @Test func theRequestsOwnDescriptionUsesTheSameRule() throws {
         let curl = try BuildRequest(
             url: URL(string: "https://api.test/login?access_token=t0k")!, method: .post,

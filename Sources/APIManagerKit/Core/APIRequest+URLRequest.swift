@@ -67,7 +67,7 @@ extension APIRequest {
         }
         guard !filledPath.isEmpty || !parameters.query.isEmpty else { return url }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
-            throw .invalidRequest(reason: "the base URL \(url.absoluteString) cannot be parsed")
+            throw .invalidRequest(reason: "the base URL \(APISecrets.redacted(url)) cannot be parsed")
         }
         if !filledPath.isEmpty {
             let base = components.percentEncodedPath
@@ -82,7 +82,8 @@ extension APIRequest {
             }
         }
         guard let joined = components.url else {
-            throw .invalidRequest(reason: "the path \"\(path)\" does not form a valid URL with \(url.absoluteString)")
+            throw .invalidRequest(
+                reason: "the path \"\(path)\" does not form a valid URL with \(APISecrets.redacted(url))")
         }
         return joined
     }
