@@ -16,8 +16,8 @@ extension APIEngine {
     /// steps are skipped without a look at them.
     func performStart(_ task: AnyAPITask, attempt: Int, isReplay: Bool = false) {
         switch BuildRequestStage.run(
-            task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, secretNames: secretNames,
-            cookies: cookies, now: clock.date)
+            task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, cookies: cookies,
+            now: clock.date)
         {
         case .success(let built):
             let step = AttemptStep(task: task, number: attempt, isReplay: isReplay)
@@ -175,7 +175,10 @@ extension APIEngine {
             performStart(task, attempt: attempt, isReplay: step.isReplay)
             return false
         }
-        let monitor = eventMonitor
+        // One locked read for both settings; the secret names join the credential headers before
+        // the cache lookup and the transport see them.
+        let (monitor, secretNames) = monitorAndSecretNames
+        if !secretNames.isEmpty { built.sensitiveHeaders.formUnion(secretNames) }
         var cacheContext: CacheContext?
         if let cache {
             let lookup = CacheLookupStage.lookUp(

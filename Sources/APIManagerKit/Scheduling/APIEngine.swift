@@ -143,6 +143,11 @@ public final class APIEngine: @unchecked Sendable {
         set { lock.withLock { extraSecretNames = newValue } }
     }
 
+    /// The event monitor and the secret names, read together under the lock once per attempt.
+    var monitorAndSecretNames: ((@Sendable (APIEvent) -> Void)?, Set<String>) {
+        lock.withLock { (monitor, extraSecretNames) }
+    }
+
     /// A manager and its delegate, both held weakly.
     private struct DelegateSlot {
         weak var manager: AnyObject?

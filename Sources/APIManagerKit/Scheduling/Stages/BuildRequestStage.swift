@@ -17,14 +17,14 @@ enum BuildRequestStage {
 
     static func run(
         _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders,
-        secretNames: Set<String>, cookies: APICookieStore?, now: @autoclosure () -> Date
+        cookies: APICookieStore?, now: @autoclosure () -> Date
     ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try task.makeURLRequest()
             if let idempotency = task.idempotencyHeader, request.value(forHTTPHeaderField: idempotency.name) == nil {
                 request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
             }
-            var sensitiveHeaders = task.sensitiveHeaders.union(secretNames)
+            var sensitiveHeaders = task.sensitiveHeaders
             if let persistedHeaders {
                 persistedHeaders.apply(to: &request)
                 sensitiveHeaders.formUnion(persistedHeaders.names)
