@@ -56,7 +56,7 @@ extension APIEngine {
         }
         // The refresh may end on another engine's thread: the attempt goes on on this engine's.
         let access = authentication.access { [weak self] result in
-            self?.onExecution { [weak self] in
+            self?.onExecution(of: step.task) { [weak self] in
                 guard let self, self.isCurrent(step.task, attempt: step.number) else { return }
                 self.granted(result, built, step)
             }
@@ -219,12 +219,11 @@ extension APIEngine {
         } else {
             handle = transport.send(built.request, options: sent.options) { [weak self] result in
                 guard let self else { return }
-                switch self.execution {
-                case .inline:
-                    self.transportAnswered(sent, result: result)
-                case .queue(let queue):
+                if let queue = self.execution.queue(forTask: sent.task.identifier) {
                     // Off the transport's callback queue: responses of different tasks build in parallel.
                     queue.async { self.transportAnswered(sent, result: result) }
+                } else {
+                    self.transportAnswered(sent, result: result)
                 }
             }
         }
@@ -273,7 +272,7 @@ extension APIEngine {
         let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
         let refusal = authentication.refused(sent.request, sentWith: generation, work: asyncWork) {
             [weak self] result in
-            self?.onExecution { [weak self] in self?.replay(after: result, step) }
+            self?.onExecution(of: step.task) { [weak self] in self?.replay(after: result, step) }
         }
         switch refusal {
         case nil: return false
@@ -337,11 +336,12 @@ extension APIEngine {
         }
     }
 
-    /// Runs `work` where ``execution`` says: at once for `.inline`, else on the work queue.
-    private func onExecution(_ work: @escaping @Sendable () -> Void) {
-        switch execution {
-        case .inline: work()
-        case .queue(let queue): queue.async(execute: work)
+    /// Runs a task's `work` where ``execution`` says: at once for `.inline`, else on its work queue.
+    private func onExecution(of task: AnyAPITask, _ work: @escaping @Sendable () -> Void) {
+        if let queue = execution.queue(forTask: task.identifier) {
+            queue.async(execute: work)
+        } else {
+            work()
         }
     }
 

@@ -37,15 +37,14 @@ extension APIEngine {
             keep(timer, in: task, as: \.retryTimer) { $0.needsRetryTimer(task, attempt: attempt) }
         }
         if !actions.starts.isEmpty {
-            switch execution {
-            case .inline:
+            if case .inline = execution {
                 var starts = InlineList<StartTrampoline.Start>()
                 for (task, attempt) in actions.starts { starts.append((self, task, attempt)) }
                 StartTrampoline.perform(starts)
-            case .queue(let queue):
+            } else {
                 // `send(_:)` returns once the policy is decided: the request is built over there.
                 for (task, attempt) in actions.starts {
-                    queue.async {
+                    execution.queue(forTask: task.identifier)?.async {
                         // A task cancelled while its start waited in the queue is not even built.
                         guard self.isCurrent(task, attempt: attempt) else { return }
                         self.performStart(task, attempt: attempt)

@@ -50,8 +50,8 @@ public final class APIEngine: @unchecked Sendable {
     let asyncWork: AsyncWork
     /// Whether cache files are written after their task ends (on a work queue) rather than before.
     var writesBehind: Bool {
-        if case .queue = execution { return true }
-        return false
+        if case .inline = execution { return false }
+        return true
     }
 
     let lock = Lock()
@@ -70,8 +70,8 @@ public final class APIEngine: @unchecked Sendable {
     ///   - clock: a ``DispatchClock`` unless given.
     ///   - randomSource: the system's generator unless given.
     ///   - delivery: `.queue(.main)` unless given.
-    ///   - execution: a concurrent queue of the engine's own (``APIExecution/concurrent(label:)``)
-    ///     unless given; `.inline` for tests on a virtual clock.
+    ///   - execution: serial lanes of the engine's own (``APIExecution/concurrent(label:)``, one per
+    ///     processor) unless given; `.inline` for tests on a virtual clock.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
     ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
     ///   - interceptors: none unless given (see ``APIInterceptor``).

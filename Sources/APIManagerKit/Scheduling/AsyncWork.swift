@@ -4,7 +4,7 @@ import Synchronization
 /// Runs the async parts of an attempt (interceptors, a credential refresh) where the engine's
 /// ``APIExecution`` says: with `.inline` on the thread that starts them and, after a suspension, on
 /// the thread that resumes them (so a test that resumes an interceptor sees its effects when the
-/// call returns); with `.queue` on the engine's work queue. (Apple systems older than macOS 15 and
+/// call returns); with `.queue` on that queue; with `.lanes`, each Swift task on one lane. (Apple systems older than macOS 15 and
 /// iOS 18 have no task executors: there the work runs on the global concurrent executor.)
 struct AsyncWork: Sendable {
     /// Starts a Swift task on the chosen executor; `nil` where there are no task executors.
@@ -15,14 +15,21 @@ struct AsyncWork: Sendable {
             starter = nil
             return
         }
-        let executor: any TaskExecutor
+        let executor: @Sendable () -> any TaskExecutor
         switch execution {
-        case .inline: executor = InlineTaskExecutor()
-        case .queue(let queue): executor = QueueTaskExecutor(queue: queue)
+        case .inline:
+            let inline = InlineTaskExecutor()
+            executor = { inline }
+        case .queue(let queue):
+            let onQueue = QueueTaskExecutor(queue: queue)
+            executor = { onQueue }
+        case .lanes(let lanes):
+            // Each Swift task on one lane, the lanes in turn: a task's jobs never run at once anyway.
+            executor = { QueueTaskExecutor(queue: lanes.nextQueue()) }
         }
         starter = { operation in
             let run = RunState()
-            let task = Task(executorPreference: executor) {
+            let task = Task(executorPreference: executor()) {
                 await operation()
                 run.finish()
             }
