@@ -1,0 +1,125 @@
+// The scheduling machine driven by random event sequences, its invariants checked after each event:
+// what hand-picked sequences miss (issue 20, item 2).
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+@Suite("The scheduling machine under random event sequences", .timeLimit(.minutes(1)))
+struct SchedulingMachineRandomTests {
+    /// One random run: `steps` events among sends (every policy, three scopes), attempt ends
+    /// (success, or failure with a retry), claims, retry timers, deadlines and cancellations.
+    @discardableResult
+    private func run(seed: UInt64, steps: Int) -> [String] {
+        var random = SplitMix64(state: seed)
+        func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
+        var harness = MachineHarness()
+        var sendOrder: [UInt64: Int] = [:]
+        for step in 0..<steps {
+            let live = harness.tasks.filter { $0.phase != .ended }
+            switch pick(10) {
+            case 0, 1, 2:
+                let policy = APIConcurrencyPolicy.allCases[pick(APIConcurrencyPolicy.allCases.count)]
+                let scope = [nil, "a", "b"][pick(3)]
+                let task = harness.send(policy, scope: scope)
+                sendOrder[task.identifier] = step
+            case 3, 4:
+                if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
+                    _ = harness.machine.claimSend(task, attempt: task.attemptNumber)
+                    harness.finish(task)
+                }
+            case 5:
+                if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
+                    harness.failForRetry(task, delay: 1)
+                }
+            case 6:
+                if let task = live.filter({ $0.phase == .waitingForRetry }).randomElement(using: &random) {
+                    let attempt = task.attemptNumber
+                    harness.run { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }
+                }
+            case 7:
+                if let task = live.randomElement(using: &random) {
+                    harness.run { machine, actions in machine.cancel(task, reason: .explicit, into: &actions) }
+                }
+            case 8:
+                if let task = live.filter({ $0.phase != .created }).randomElement(using: &random) {
+                    harness.run { machine, actions in machine.deadlineFired(task, deadline: 5, into: &actions) }
+                }
+            default:
+                // A late answer for an attempt that is no longer current changes nothing.
+                if let task = harness.tasks.randomElement(using: &random) {
+                    let before = harness.events.count
+                    let stale = task.attemptNumber - 1
+                    harness.run { machine, actions in
+                        machine.attemptEnded(
+                            task, attempt: stale, outcome: .failure(.transport(underlying: URLError(.timedOut))),
+                            source: .network, retryDelay: nil, into: &actions)
+                    }
+                    #expect(harness.events.count == before, "seed \(seed) step \(step): a stale answer changed state")
+                }
+            }
+            check(harness, seed: seed, step: step)
+        }
+        harness.cancelAll()
+        check(harness, seed: seed, step: steps)
+        // Every task has ended, exactly once.
+        for task in harness.tasks {
+            let terminal = terminalEvents(of: task, in: harness)
+            #expect(terminal == 1, "seed \(seed): task \(task.identifier) ended \(terminal) times")
+        }
+        #expect(harness.machine.inFlightCount == 0)
+        return harness.events
+    }
+
+    private func terminalEvents(of task: AnyAPITask, in harness: MachineHarness) -> Int {
+        harness.events.filter {
+            $0.hasPrefix("\(task.identifier) finished") || $0.hasPrefix("\(task.identifier) failed")
+        }
+        .count
+    }
+
+    private func check(_ harness: MachineHarness, seed: UInt64, step: Int) {
+        let where_ = "seed \(seed) step \(step)"
+        let inFlight = harness.machine.inFlightTasks
+        // Scope counts match, and no task is in flight twice (both waiting and running).
+        #expect(harness.machine.inFlightCount == inFlight.count, "\(where_): counts differ")
+        #expect(Set(inFlight.map(\.identifier)).count == inFlight.count, "\(where_): a task is listed twice")
+        for task in harness.tasks {
+            let listed = inFlight.contains { $0 === task }
+            let ended = task.phase == .ended
+            // In flight exactly when it has not ended (a task is sent at once here).
+            #expect(listed != ended, "\(where_): task \(task.identifier) listed \(listed), ended \(ended)")
+            // Never more than one terminal event, and nothing after it.
+            let lines = harness.events.filter { $0.hasPrefix("\(task.identifier) ") }
+            let terminal = terminalEvents(of: task, in: harness)
+            #expect(terminal <= 1, "\(where_): task \(task.identifier) ended twice")
+            if terminal == 1, let last = lines.last {
+                #expect(last.contains("finished") || last.contains("failed"), "\(where_): an event after the end")
+            }
+        }
+        // waitUntilDone lines are FIFO: within a scope, such tasks start in the order they were sent.
+        for scope in [nil, "a", "b"] as [String?] {
+            let waitingLine = harness.tasks.filter {
+                $0.concurrencyPolicy == .waitUntilDone && $0.concurrencyScope == scope
+            }
+            let startOrder = harness.starts.compactMap { start -> UInt64? in
+                guard start.hasSuffix("#1"), let identifier = UInt64(start.dropLast(2)) else { return nil }
+                return waitingLine.contains { $0.identifier == identifier } ? identifier : nil
+            }
+            #expect(startOrder == startOrder.sorted(), "\(where_): waitUntilDone started out of order \(startOrder)")
+        }
+    }
+
+    @Test(arguments: 1...25)
+    func randomSequencesKeepEveryInvariant(seed: Int) {
+        run(seed: UInt64(seed), steps: 100)
+    }
+
+    /// The runs reach the states worth checking: lines, retries, policy cancellations, ignores.
+    @Test func theRunsCoverWaitingRetriesCancellationsAndIgnores() {
+        let events = (1...25).flatMap { run(seed: UInt64($0), steps: 100) }
+        for kind in ["waiting", "retry", "started 2", "failed cancelled(policy)", "failed ignored", "finished"] {
+            #expect(events.contains { $0.contains(kind) }, "no \(kind) in 25 runs")
+        }
+    }
+}
