@@ -79,22 +79,22 @@ struct SchedulingMachineRandomTests {
     }
 
     private func check(_ harness: MachineHarness, seed: UInt64, step: Int) {
-        let where_ = "seed \(seed) step \(step)"
+        let place = "seed \(seed) step \(step)"
         let inFlight = harness.machine.inFlightTasks
         // Scope counts match, and no task is in flight twice (both waiting and running).
-        #expect(harness.machine.inFlightCount == inFlight.count, "\(where_): counts differ")
-        #expect(Set(inFlight.map(\.identifier)).count == inFlight.count, "\(where_): a task is listed twice")
+        #expect(harness.machine.inFlightCount == inFlight.count, "\(place): counts differ")
+        #expect(Set(inFlight.map(\.identifier)).count == inFlight.count, "\(place): a task is listed twice")
         for task in harness.tasks {
             let listed = inFlight.contains { $0 === task }
             let ended = task.phase == .ended
             // In flight exactly when it has not ended (a task is sent at once here).
-            #expect(listed != ended, "\(where_): task \(task.identifier) listed \(listed), ended \(ended)")
+            #expect(listed != ended, "\(place): task \(task.identifier) listed \(listed), ended \(ended)")
             // Never more than one terminal event, and nothing after it.
             let lines = harness.events.filter { $0.hasPrefix("\(task.identifier) ") }
             let terminal = terminalEvents(of: task, in: harness)
-            #expect(terminal <= 1, "\(where_): task \(task.identifier) ended twice")
+            #expect(terminal <= 1, "\(place): task \(task.identifier) ended twice")
             if terminal == 1, let last = lines.last {
-                #expect(last.contains("finished") || last.contains("failed"), "\(where_): an event after the end")
+                #expect(last.contains("finished") || last.contains("failed"), "\(place): an event after the end")
             }
         }
         // waitUntilDone lines are FIFO: within a scope, such tasks start in the order they were sent.
@@ -106,7 +106,7 @@ struct SchedulingMachineRandomTests {
                 guard start.hasSuffix("#1"), let identifier = UInt64(start.dropLast(2)) else { return nil }
                 return waitingLine.contains { $0.identifier == identifier } ? identifier : nil
             }
-            #expect(startOrder == startOrder.sorted(), "\(where_): waitUntilDone started out of order \(startOrder)")
+            #expect(startOrder == startOrder.sorted(), "\(place): waitUntilDone started out of order \(startOrder)")
         }
     }
 
