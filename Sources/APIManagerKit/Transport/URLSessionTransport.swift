@@ -102,7 +102,7 @@ public final class URLSessionTransport: APITransport {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         // An API client speaks HTTP: URLSession would otherwise read a file:// URL, or try FTP.
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard APIHTTPRules.isSendable(request.url) else {
             completion(.failure(URLError(.unsupportedURL)))
             return NothingToCancel()
         }
@@ -245,7 +245,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             completionHandler(request)
             return
         }
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard APIHTTPRules.isSendable(request.url) else {
             lock.withLock { record.redirectRefused = true }
             completionHandler(nil)
             return
@@ -266,16 +266,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         // A response to a HEAD, and a 1xx, 204 or 304, has no body whatever its Content-Length says
         // (RFC 9110 §6.4.1).
         let status = (response as? HTTPURLResponse)?.statusCode ?? 200
-        let bodiless =
-            dataTask.currentRequest?.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204
-            || status == 304
+        let bodiless = APIHTTPRules.hasNoBody(method: dataTask.currentRequest?.httpMethod, status: status)
         let declared = bodiless ? 0 : response.expectedContentLength
-        let encoded =
-            (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")
-            .map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        let codings = APIHTTPRules.contentCodings(
+            (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
         let tooLarge: URLSessionTask? = lock.withLock {
             guard let record = records[dataTask.taskIdentifier] else { return nil }
-            if let limit = record.maxBodySize, declared > limit, !encoded {
+            if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: record.maxBodySize) {
                 record.bodyTooLarge = true
                 return record.task
             }
@@ -384,10 +381,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     /// Whether URLSession decodes a body in these content codings (gzip, deflate, br and zstd, as
     /// libcurl builds usually do, and identity).
     static func decodes(_ contentEncoding: String?) -> Bool {
-        guard let contentEncoding else { return true }
-        return contentEncoding.split(separator: ",").allSatisfy { coding in
-            let coding = coding.trimmingCharacters(in: .whitespaces).lowercased()
-            return ["", "identity", "gzip", "x-gzip", "deflate", "br", "zstd"].contains(coding)
+        APIHTTPRules.contentCodings(contentEncoding).allSatisfy {
+            ["gzip", "x-gzip", "deflate", "br", "zstd"].contains($0)
         }
     }
 

@@ -210,16 +210,11 @@ final class Exchange: APICancellable, Sendable {
             let location = raw.value(forHeader: "Location"),
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL
         else { return .none }
-        guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            return .unsupported
-        }
+        guard APIHTTPRules.isSendable(target) else { return .unsupported }
         guard redirects < transport.maxRedirects else { return .tooMany }
         var next = request
         next.url = target
-        let method = request.httpMethod?.uppercased() ?? "GET"
-        if raw.statusCode == 303 && method != "HEAD"
-            || (raw.statusCode == 301 || raw.statusCode == 302) && method == "POST"
-        {
+        if APIHTTPRules.redirectBecomesGET(status: raw.statusCode, method: request.httpMethod) {
             // The shared rule then drops the headers that described the body.
             next.httpMethod = "GET"
             next.httpBody = nil
@@ -229,9 +224,7 @@ final class Exchange: APICancellable, Sendable {
 
     static func convert(_ request: URLRequest) throws -> HTTPClient.Request {
         guard let url = request.url else { throw URLError(.badURL) }
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw URLError(.unsupportedURL)
-        }
+        guard APIHTTPRules.isSendable(url) else { throw URLError(.unsupportedURL) }
         var headers = HTTPHeaders()
         for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
         // With no Accept-Encoding of the request's own, the client's decompressor asks for gzip and
@@ -294,20 +287,22 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         self.head = head
         // SwiftNIO's decompressor decodes one gzip or deflate coding and passes anything else on
         // as it is: a body it cannot decode fails clearly instead of reaching a decoder as noise.
-        let codings = head.headers[canonicalForm: "Content-Encoding"].map { $0.lowercased() }
-            .filter { !$0.isEmpty && $0 != "identity" }
+        let codings = APIHTTPRules.contentCodings(
+            head.headers[canonicalForm: "Content-Encoding"].joined(separator: ","))
         guard codings.isEmpty || codings.count == 1 && (codings[0] == "gzip" || codings[0] == "deflate") else {
             return task.eventLoop.makeFailedFuture(URLError(.cannotDecodeContentData))
         }
         // A response to a HEAD, and a 1xx, 204 or 304, has no body whatever its Content-Length says
         // (RFC 9110 §6.4.1).
-        let status = head.status.code
-        if !isHead, status >= 200, status != 204, status != 304 {
+        if !APIHTTPRules.hasNoBody(method: isHead ? "HEAD" : nil, status: Int(head.status.code)) {
             announcedLength = head.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
         }
         // A length already past the limit stops the transfer before the body, as on
         // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
-        if let limit, codings.isEmpty, announcedLength > limit {
+        if let limit,
+            APIHTTPRules.isRefusedAtHead(
+                announcedLength: Int64(announcedLength), codings: codings, limit: limit)
+        {
             return task.eventLoop.makeFailedFuture(APIError.responseTooLarge(limit: limit))
         }
         return task.eventLoop.makeSucceededVoidFuture()
