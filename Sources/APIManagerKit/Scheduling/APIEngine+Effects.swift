@@ -66,14 +66,12 @@ extension APIEngine {
         as keyPath: ReferenceWritableKeyPath<AnyAPITask, (any APICancellable)?>,
         if stillNeeded: (SchedulingMachine) -> Bool
     ) {
-        lock.lock()
-        if stillNeeded(machine) {
+        let kept = lock.withLock { () -> Bool in
+            guard stillNeeded(machine) else { return false }
             task[keyPath: keyPath] = timer
-            lock.unlock()
-        } else {
-            lock.unlock()
-            timer.cancel()
+            return true
         }
+        if !kept { timer.cancel() }
     }
 
     /// Delivers queued events until none are left. Only one thread delivers at a time.

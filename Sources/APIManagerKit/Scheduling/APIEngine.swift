@@ -110,9 +110,7 @@ public final class APIEngine: @unchecked Sendable {
 
     deinit {
         var actions = SchedulingMachine.Actions()
-        lock.lock()
-        machine.release(into: &actions)
-        lock.unlock()
+        lock.withLock { machine.release(into: &actions) }
         // No delivery and no new starts: only cancellations and async callers.
         actions.performCancellationsAndObservations()
     }
@@ -184,10 +182,10 @@ public final class APIEngine: @unchecked Sendable {
     /// Runs one event of the scheduling machine under the lock, then performs its actions.
     func transition(_ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void) {
         var actions = SchedulingMachine.Actions()
-        lock.lock()
-        event(&machine, &actions)
-        let delivery = actions.deliverEvents ? self.delivery : nil
-        lock.unlock()
+        let delivery = lock.withLock { () -> APIDelivery? in
+            event(&machine, &actions)
+            return actions.deliverEvents ? self.delivery : nil
+        }
         perform(actions, delivery: delivery)
     }
 
