@@ -106,11 +106,12 @@ struct SessionIntegrationTests {
     }
 
     @Test func requestsSentWhileARefreshRunsWaitForItAndAreNeverRefused() async throws {
-        let realm = TokenRealm(tokenQuery: "delay=0.5")
+        // The refresh takes 1.5 s: wide enough that a busy machine's slow polls still see it run.
+        let realm = TokenRealm(tokenQuery: "delay=1.5")
         async let first = realm.client.response(for: realm.protected)
         // Waits (real time, polling) until the first refusal has started the refresh.
         var polls = 0
-        while !realm.authentication.isRefreshing && polls < 500 {
+        while !realm.authentication.isRefreshing && polls < 2_000 {
             try await Task.sleep(nanoseconds: 5_000_000)
             polls += 1
         }
