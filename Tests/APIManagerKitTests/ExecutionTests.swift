@@ -104,6 +104,35 @@ struct ExecutionTests {
         #expect(transport.records.isEmpty)
         #expect(manager.log.withLock { $0 }.isEmpty, "its request was not even built")
     }
+
+    /// The default lanes: each task's build and decode run on one lane (in order), and different
+    /// tasks spread over the lanes.
+    @Test func eachTaskRunsOnOneLaneAndTasksSpreadOverTheLanes() async throws {
+        let lanes = APIWorkLanes(label: "execution-tests.lanes", count: 2)
+        for (number, queue) in lanes.queues.enumerated() {
+            queue.setSpecific(key: ExecutionTests.marker, value: "lane \(number)")
+        }
+        let transport = MockTransport()
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let manager = ExecutionTests.Recording(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .lanes(lanes)))
+        for _ in 0..<4 {
+            #expect(try await manager.response(for: TestRequest("/ok")).value == "ok")
+        }
+        let log = manager.log.withLock { $0 }
+        #expect(log.count == 8)
+        // Each task: a build then a decode, on the same lane; the four tasks alternate lanes.
+        let lanesUsed = stride(from: 0, to: log.count, by: 2).map { index -> String in
+            let build = log[index].replacingOccurrences(of: "build on ", with: "")
+            #expect(log[index + 1] == "decode on \(build)")
+            return build
+        }
+        #expect(Set(lanesUsed) == ["lane 0", "lane 1"])
+        #expect(
+            lanesUsed == ["lane 1", "lane 0", "lane 1", "lane 0"]
+                || lanesUsed == ["lane 0", "lane 1", "lane 0", "lane 1"])
+    }
+
 }
 
 /// The cache store stage on a work queue writes its file after the task ends (write behind).

@@ -39,6 +39,25 @@ struct SharedEngineTests {
         #expect(theirs.state.name == "running")
     }
 
+    /// Two managers' tasks wait in one line of a named scope: one manager's `cancelAll()` ends its
+    /// own, running or waiting, and the other's line goes on in order.
+    @Test func cancelAllLeavesTheOtherManagersLineInANamedScopeInOrder() {
+        let (h, other, otherRecorder) = twoManagers()
+        let mine = h.send(TestRequest("/held", .waitUntilDone, scope: "cart"))
+        let theirs = (0..<2).map { _ in other.send(TestRequest("/held", .waitUntilDone, scope: "cart")) }
+        let mineWaiting = h.send(TestRequest("/held", .waitUntilDone, scope: "cart"))
+        #expect(theirs.map(\.state.name) == ["waiting", "waiting"])
+        h.manager.cancelAll()
+        #expect([mine, mineWaiting].allSatisfy { $0.state.name == "cancelled(explicit)" })
+        #expect(theirs.map(\.state.name) == ["running", "waiting"])
+        h.transport.release(path: "/held")
+        #expect(theirs.map(\.state.name) == ["finished", "running"])
+        h.transport.release(path: "/held")
+        #expect(theirs.allSatisfy { $0.state.name == "finished" })
+        #expect(otherRecorder.events.filter { $0.hasSuffix("start 1") }.count == 2)
+        #expect(!h.recorder.events.contains { $0.hasPrefix("\(theirs[0].identifier) ") })
+    }
+
     @Test func inFlightTasksListsOnlyTheManagersOwn() {
         let (h, other, _) = twoManagers()
         let mine = h.send(TestRequest("/held"))

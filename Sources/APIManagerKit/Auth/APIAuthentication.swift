@@ -280,15 +280,24 @@ public final class APIAuthentication: Sendable {
             }
             return .askAuthenticator(refusedCredential, generation: state.generation)
         }
-        guard case .askAuthenticator(let refusedCredential, let seen) = step else {
-            if case .decided(let access) = step { return access }
-            return nil
+        switch step {
+        case .decided(let access):
+            return access
+        case .askAuthenticator(let refusedCredential, let seen):
+            // Sent with another credential than the current one: send it again with the current one.
+            if !authenticator.request(request, wasSentWith: refusedCredential) {
+                return .now(.success(Grant(credential: refusedCredential, generation: seen)))
+            }
+            return startRefresh(of: refusedCredential, seen: seen, work: work, resume: resume)
         }
-        // Sent with another credential than the current one: send it again with the current one.
-        if !authenticator.request(request, wasSentWith: refusedCredential) {
-            return .now(.success(Grant(credential: refusedCredential, generation: seen)))
-        }
-        return startRefresh(of: refusedCredential, seen: seen, work: work, resume: resume)
+    }
+
+    /// What a confirmed refusal led to, decided under the lock.
+    private enum RefreshStart {
+        /// Joined the refresh that runs, replaced meanwhile, or over the limit.
+        case decided(Access)
+        /// A new refresh, to run once the lock is released.
+        case started(identifier: UInt64, wait: any APICancellable)
     }
 
     /// Joins the refresh that runs, or starts one (within the limit) for the credential of
@@ -298,30 +307,26 @@ public final class APIAuthentication: Sendable {
         resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
     ) -> Access {
         let now = clock.now
-        let started = state.withLock { state -> Result<(UInt64, any APICancellable), APIError>? in
-            if state.refresh != nil { return .success((0, addWaiter(resume, to: &state))) }
-            if state.generation != seen { return nil }
+        let start = state.withLock { state -> RefreshStart in
+            if state.refresh != nil { return .decided(.waiting(addWaiter(resume, to: &state))) }
+            if state.generation != seen {
+                return .decided(.now(.success(Grant(credential: state.current, generation: state.generation))))
+            }
             state.refreshStarts.removeAll { $0 <= now - refreshLimit.window }
             if state.refreshStarts.count >= refreshLimit.maxRefreshes {
-                return .failure(
-                    .authenticationFailed(
-                        underlying: RefreshError.tooManyRefreshes(
-                            limit: refreshLimit.maxRefreshes, window: refreshLimit.window)))
+                let error = RefreshError.tooManyRefreshes(limit: refreshLimit.maxRefreshes, window: refreshLimit.window)
+                return .decided(.now(.failure(.authenticationFailed(underlying: error))))
             }
             state.refreshStarts.append(now)
             state.refreshes += 1
             state.nextRefreshIdentifier += 1
             state.refresh = RunningRefresh(identifier: state.nextRefreshIdentifier, startedAt: seen)
-            return .success((state.nextRefreshIdentifier, addWaiter(resume, to: &state)))
+            return .started(identifier: state.nextRefreshIdentifier, wait: addWaiter(resume, to: &state))
         }
-        switch started {
-        case nil:
-            return .now(.success(state.withLock { Grant(credential: $0.current, generation: $0.generation) }))
-        case .failure(let error)?:
-            return .now(.failure(error))
-        case .success((0, let wait))?:
-            return .waiting(wait)
-        case .success((let identifier, let wait))?:
+        switch start {
+        case .decided(let access):
+            return access
+        case .started(let identifier, let wait):
             run(refreshOf: refusedCredential, identifier: identifier, work: work)
             return .waiting(wait)
         }

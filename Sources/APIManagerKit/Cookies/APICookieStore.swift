@@ -99,31 +99,30 @@ public final class APICookieStore: Sendable, Hashable {
         guard let host = url.host?.lowercased(), !host.isEmpty, let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https"
         else { return 0 }
-        let candidates = values.flatMap(CookieRules.splitCombined).compactMap { CookieRules.parse($0, now: now) }
-        guard !candidates.isEmpty else { return 0 }
         let isSecureOrigin = scheme == "https"
         let defaultPath = CookieRules.defaultPath(of: url)
+        // Parsed and checked against the storage rules before the lock: only the merge needs it.
+        let incoming = values.flatMap(CookieRules.splitCombined).compactMap(CookieRules.parse).compactMap {
+            Self.cookie(from: $0, host: host, secureOrigin: isSecureOrigin, defaultPath: defaultPath, now: now)
+        }
+        guard !incoming.isEmpty else { return 0 }
         let (changed, snapshot) = state.withLock { state -> (Int, (UInt64, [APICookie])?) in
             var changed = 0
-            for parsed in candidates {
-                guard
-                    let cookie = Self.cookie(
-                        from: parsed, host: host, secureOrigin: isSecureOrigin,
-                        defaultPath: defaultPath, now: now)
-                else { continue }
+            for cookie in incoming {
+                let isExpired = cookie.expires.map { $0 <= now } ?? false
                 if let index = state.cookies.firstIndex(where: {
                     $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
                 }) {
-                    var replacement = cookie
-                    replacement.created = state.cookies[index].created
-                    state.cookies.remove(at: index)
-                    if let expires = cookie.expires, expires <= now {
-                        changed += 1
-                        continue  // an expired Set-Cookie removes the cookie
+                    // A replacement keeps the creation time; an expired Set-Cookie removes the cookie.
+                    let created = state.cookies.remove(at: index).created
+                    if !isExpired {
+                        var replacement = cookie
+                        replacement.created = created
+                        state.cookies.append(replacement)
                     }
-                    state.cookies.append(replacement)
+                } else if isExpired {
+                    continue
                 } else {
-                    if let expires = cookie.expires, expires <= now { continue }
                     state.cookies.append(cookie)
                 }
                 changed += 1

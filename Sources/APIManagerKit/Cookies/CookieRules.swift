@@ -32,7 +32,7 @@ enum CookieRules {
     // MARK: Parsing (§5.2)
 
     /// One `Set-Cookie` value; `nil` when it sets no cookie (no `=`, an empty name, too large).
-    static func parse(_ header: String, now: Date) -> Parsed? {
+    static func parse(_ header: String) -> Parsed? {
         let pieces = header.split(separator: ";", omittingEmptySubsequences: false)
         guard let first = pieces.first, let equals = first.firstIndex(of: "=") else { return nil }
         let name = first[..<equals].trimmingCharacters(in: .whitespaces)

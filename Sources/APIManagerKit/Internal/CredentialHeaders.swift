@@ -22,4 +22,12 @@ enum CredentialHeaders {
         }
         return found.sorted { $0.name < $1.name }
     }
+
+    /// Removes every credential header: what a request keeps when it leaves its origin (a redirect,
+    /// a followed link).
+    static func remove(from request: inout URLRequest, marked: Set<String> = []) {
+        for name in (request.allHTTPHeaderFields ?? [:]).keys where APISecrets.isSecret(name, additionalNames: marked) {
+            request.setValue(nil, forHTTPHeaderField: name)
+        }
+    }
 }

@@ -11,8 +11,6 @@ final class LockedState<Value>: @unchecked Sendable {
 
     @inline(__always)
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
+        try lock.withLock { try body(&value) }
     }
 }

@@ -102,10 +102,7 @@ extension APITransportOptions {
             }
         }
         guard Origin(originalURL) != Origin(redirected.url) else { return stripped }
-        for name in (redirected.allHTTPHeaderFields ?? [:]).keys
-        where CredentialHeaders.isCredential(name, marked: sensitiveHeaders) {
-            stripped.setValue(nil, forHTTPHeaderField: name)
-        }
+        CredentialHeaders.remove(from: &stripped, marked: sensitiveHeaders)
         return stripped
     }
 
