@@ -189,6 +189,32 @@ struct PaginationTests {
         #expect((error?.statusCode) == (trusted ? nil : 401))
     }
 
+    /// The page on another origin is retried (a 503, then a 200): every attempt goes without the
+    /// credentials, a name the engine marks secret among them.
+    @Test func aRetriedPageOnAnotherOriginStaysWithoutCredentials() async {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/items") { request in
+            request.url?.host == "api.test"
+                ? .json(#"{"items":[1]}"#, headers: ["Link": #"<https://other.test/items?page=2>; rel="next""#])
+                : .json(#"{"items":[2]}"#)
+        }
+        transport.stub(nil, "/other-items", .status(503), .json(#"{"items":[2]}"#))
+        var defaults = APIDefaultHeaders.none
+        defaults["X-Tenant-Pin"] = "4242"
+        let api = PagesAPI(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                defaultHeaders: defaults))
+        api.engine.secretNames = ["X-Tenant-Pin"]
+        let first = PageRequest(url: URL(string: "https://api.test/items")!)
+        let pages = api.pages(from: first) { _, _ in PageRequest(url: URL(string: "https://other.test/other-items")!) }
+        let (collected, error) = await collect(pages)
+        #expect(error == nil && collected.count == 2)
+        let pins = transport.requests.map { $0.value(forHTTPHeaderField: "X-Tenant-Pin") }
+        #expect(pins == ["4242", nil, nil])  // the first page, then both attempts on the other origin
+    }
+
     @Test func leavingTheLoopSendsNothingMore() async {
         let (api, transport) = makeAPI(total: 10)
         let first = PageRequest(url: URL(string: "https://api.test/items")!)

@@ -154,13 +154,14 @@ extension APIEngine {
         let attempt = step.number
         var built = built
         var grant = grant
+        // One locked read for both settings; the secret names join the credential headers before
+        // the link rule, the cache lookup and the transport see them.
+        let (monitor, secretNames) = monitorAndSecretNames
+        if !secretNames.isEmpty { built.sensitiveHeaders.formUnion(secretNames) }
         if let allowed = task.credentialOrigins, !allowed.contains(where: { $0 == Origin(built.request.url) }) {
             // A page on another origin: it goes without credentials, as after a redirect, and a
             // refusal of it is an ordinary response (no refresh).
-            for name in (built.request.allHTTPHeaderFields ?? [:]).keys
-            where CredentialHeaders.isCredential(name, marked: built.sensitiveHeaders) {
-                built.request.setValue(nil, forHTTPHeaderField: name)
-            }
+            CredentialHeaders.remove(from: &built.request, marked: built.sensitiveHeaders)
             grant = nil
         }
         do {
@@ -175,10 +176,6 @@ extension APIEngine {
             performStart(task, attempt: attempt, isReplay: step.isReplay)
             return false
         }
-        // One locked read for both settings; the secret names join the credential headers before
-        // the cache lookup and the transport see them.
-        let (monitor, secretNames) = monitorAndSecretNames
-        if !secretNames.isEmpty { built.sensitiveHeaders.formUnion(secretNames) }
         var cacheContext: CacheContext?
         if let cache {
             let lookup = CacheLookupStage.lookUp(
