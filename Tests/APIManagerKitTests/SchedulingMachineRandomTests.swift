@@ -25,7 +25,8 @@ struct SchedulingMachineRandomTests {
                 sendOrder[task.identifier] = step
             case 3, 4:
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
-                    _ = harness.machine.claimSend(task, attempt: task.attemptNumber)
+                    let attempt = task.attemptNumber
+                    harness.run { machine, actions in machine.requestBuilt(task, attempt: attempt, into: &actions) }
                     harness.finish(task)
                 }
             case 5:

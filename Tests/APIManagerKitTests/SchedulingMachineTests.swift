@@ -5,6 +5,23 @@ import Testing
 
 @testable import APIManagerKit
 
+extension AnyAPITask {
+    /// The lifecycle's stage, without its payload, for tests.
+    enum Phase { case created, waiting, running, waitingForRetry, ended }
+
+    var phase: Phase {
+        switch record.lifecycle {
+        case .created: return .created
+        case .waiting: return .waiting
+        case .running: return .running
+        case .waitingForRetry: return .waitingForRetry
+        case .ended: return .ended
+        }
+    }
+
+    var attemptNumber: Int { record.attemptCount }
+}
+
 /// A machine and the tasks sent to it, with helpers that read its decisions.
 struct MachineHarness {
     var machine = SchedulingMachine()
@@ -14,6 +31,8 @@ struct MachineHarness {
     /// The attempts started so far, as `"3#1"`.
     var starts: [String] = []
     var cancellations = 0
+    /// The actions of the last event.
+    var lastActions = SchedulingMachine.Actions()
 
     @discardableResult
     mutating func send(_ policy: APIConcurrencyPolicy, scope: String? = nil) -> AnyAPITask {
@@ -48,12 +67,29 @@ struct MachineHarness {
         run { machine, actions in machine.cancel(tasks: inFlight, reason: .explicit, into: &actions) }
     }
 
-    mutating func run(_ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void) {
+    /// Runs one event; returns its actions (also kept in `lastActions`), after delivering the
+    /// events it queued.
+    @discardableResult
+    mutating func run(
+        _ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void
+    ) -> SchedulingMachine.Actions {
         var actions = SchedulingMachine.Actions()
         event(&machine, &actions)
-        starts += actions.starts.map { "\($0.task.identifier)#\($0.attempt)" }
-        cancellations += actions.cancellations.count
-        var batch: [(AnyAPITask, AnyAPITask.Event)] = []
+        lastActions = actions
+        for action in actions {
+            switch action {
+            case .start(let task, let attempt): starts.append("\(task.identifier)#\(attempt)")
+            case .cancel: cancellations += 1
+            default: break
+            }
+        }
+        defer { deliver() }
+        return actions
+    }
+
+    /// Takes every queued event, as a delivery run does.
+    mutating func deliver() {
+        var batch: EventOutbox.Batch = []
         while machine.takeEvents(into: &batch) {
             events += batch.map { "\($0.0.identifier) \(Self.describe($0.1))" }
             batch.removeAll(keepingCapacity: true)

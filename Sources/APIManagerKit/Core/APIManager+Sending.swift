@@ -97,7 +97,6 @@ extension APIManager {
     }
 
     private func makeTask(for request: Request, credentialOrigins: [Origin]? = nil) -> ManagedTask<Self> {
-        ManagedTask(
-            manager: self, request: request, identifier: engine.makeIdentifier(), credentialOrigins: credentialOrigins)
+        ManagedTask(manager: self, request: request, credentialOrigins: credentialOrigins)
     }
 }

@@ -47,8 +47,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// Identifies the task among all tasks of its manager; increases with each send.
-    public let identifier: UInt64
+    /// Identifies the task among all tasks of its engine (so of its manager); increases with each
+    /// send. Given when the task is sent, before ``APIManager/send(_:)`` returns it.
+    public internal(set) var identifier: UInt64
     /// The request's policy, as it was when the task was sent.
     public let concurrencyPolicy: APIConcurrencyPolicy
     /// The request's scope key, as it was when the task was sent.
@@ -58,38 +59,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     weak var engine: APIEngine?
     let deadline: TimeInterval?
 
-    // MARK: State guarded by `lock`
+    /// The scheduling machine's record of this task: its lifecycle, attempt, timers and place in
+    /// line. Read and written only while holding `lock`, and written only by the machine.
+    @exclusivity(unchecked) var record = SchedulingRecord()
 
-    var phase: Phase = .created
-    /// The order in which the engine accepted the task; set once, in `APIEngine.submit`.
-    var sequence: UInt64 = 0
-    /// The scope the task is listed in while in flight.
-    var scope: ScopeState?
-    /// The number of the current (or last) attempt; 0 before the first.
-    var attemptNumber = 0
-    var attemptProgress: AttemptProgress = .idle
-    var retryTimer: (any APICancellable)?
-    var deadlineTimer: (any APICancellable)?
-    /// The async steps of the task's attempts that did not finish at once (interceptors, a wait
-    /// for a credential refresh): cancelled when the task ends. Cancelling one that already
-    /// finished does nothing, so steps that finished are not taken out one by one.
-    var pendingWork: [any APICancellable] = []
-    /// Whether the task was already sent again after its credential was refused (at most once).
-    var hasReplayed = false
-    var cancellationBeforeSubmit: APIError.CancellationReason?
-    /// Whether an async caller waits for this task (its typed observer lives in the typed task).
-    var isObserved = false
-    /// The error the task ended with; `nil` while in flight and once it finished with a response.
-    /// The response itself is not kept: a task the caller holds after it ended does not keep its
-    /// response (and its body) alive.
-    var failure: APIError?
-    var source: APIResponseSource?
-    // Intrusive list links: a task is in at most one list of its scope at a time.
-    var membership: Membership = .none
-    var previous: AnyAPITask?
-    var next: AnyAPITask?
-
-    enum Phase { case created, waiting, running, waitingForRetry, ended }
     /// What an observer (the async API) is told: a cached copy, then the end.
     enum Observation {
         case cached(BuiltResponse)
@@ -128,17 +101,6 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
     public var idempotencyKey: String? { idempotencyHeader?.value }
-    enum Membership { case none, started, startedFromLine, line }
-    enum AttemptProgress {
-        case idle
-        /// The engine is building the request or calling the transport.
-        case starting
-        /// The transport has the request.
-        case sent(any APICancellable)
-        /// Ended while the transport call was being made: the handle is to be cancelled when it arrives.
-        case abandoned
-    }
-
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
@@ -170,22 +132,27 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The current state.
     public var state: State {
         lock.withLock {
-            switch phase {
+            switch record.lifecycle {
             case .created, .waiting: return .waiting
             case .running: return .running
             case .waitingForRetry: return .waitingForRetry
-            case .ended:
-                if let failure { return .failed(failure) }
+            case .ended(let ending):
+                if let failure = ending.failure { return .failed(failure) }
                 return .finished
             }
         }
     }
 
     /// Where the response that ended the task came from; `nil` until it finishes with one.
-    public var responseSource: APIResponseSource? { lock.withLock { source } }
+    public var responseSource: APIResponseSource? {
+        lock.withLock {
+            if case .ended(let ending) = record.lifecycle { return ending.source }
+            return nil
+        }
+    }
 
     /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
-    public var attemptCount: Int { lock.withLock { attemptNumber } }
+    public var attemptCount: Int { lock.withLock { record.attemptCount } }
 
     /// Cancels the task. A task that has not ended fails with ``APIError/cancelled(reason:)``
     /// (reason `.explicit`) at once, its transport request and any retry timer are cancelled, and
@@ -198,10 +165,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         if let engine {
             engine.cancel(self, reason: reason)
         } else {
-            // The engine is gone, and with it every task it owned has already ended.
-            lock.withLock {
-                if phase == .created { cancellationBeforeSubmit = reason }
-            }
+            // The engine is gone, and with it every task it owned has already ended; a task not yet
+            // sent is told by a machine of its own (it will never be sent).
+            var machine = SchedulingMachine()
+            var actions = SchedulingMachine.Actions()
+            lock.withLock { machine.cancel(self, reason: reason, into: &actions) }
         }
     }
 
@@ -248,10 +216,10 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     /// The request this task sends.
     public let request: Request
 
-    init(request: Request, identifier: UInt64, engine: APIEngine, credentialOrigins: [Origin]? = nil) {
+    init(request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil) {
         self.request = request
         super.init(
-            identifier: identifier, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
+            identifier: 0, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

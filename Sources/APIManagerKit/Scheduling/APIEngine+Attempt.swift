@@ -264,7 +264,8 @@ extension APIEngine {
     private func takesOverRefusal(_ raw: APIRawResponse, _ sent: TransportStage.SentAttempt) -> Bool {
         guard let authentication, let generation = sent.credentialGeneration,
             authentication.authenticator.isRefused(raw, to: sent.request),
-            lock.withLock({ machine.claimReplay(sent.task, attempt: sent.number) })
+            transition({ machine, actions in machine.credentialRefused(sent.task, attempt: sent.number, into: &actions) })
+                .contains(.replay(sent.task, attempt: sent.number))
         else { return false }
         let step = AttemptStep(task: sent.task, number: sent.number, isReplay: true)
         let refusal = authentication.refused(sent.request, sentWith: generation, work: asyncWork) {
@@ -345,8 +346,9 @@ extension APIEngine {
     /// Keeps the attempt's async step, to be cancelled if the task ends; cancels it at once if the
     /// attempt is over.
     private func track(_ work: any APICancellable, _ step: AttemptStep) {
-        let kept = lock.withLock { machine.track(work, for: step.task, attempt: step.number) }
-        if !kept { work.cancel() }
+        transition { machine, actions in
+            machine.asyncStepStarted(work, for: step.task, attempt: step.number, into: &actions)
+        }
     }
 
     /// Builds the typed response, then retries the task or ends it. `requestedRetry` is the delay
@@ -396,7 +398,8 @@ extension APIEngine {
     /// Whether the attempt may go to the transport: it is still the task's current one. An attempt
     /// abandoned while it was being built is settled here instead.
     private func claimSend(_ task: AnyAPITask, attempt: Int) -> Bool {
-        lock.withLock { machine.claimSend(task, attempt: attempt) }
+        transition { machine, actions in machine.requestBuilt(task, attempt: attempt, into: &actions) }
+            .contains(.send(task, attempt: attempt))
     }
 
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {

@@ -61,9 +61,8 @@ public final class APIEngine: @unchecked Sendable {
     private var extraSecretNames: Set<String> = []
     /// Each manager's delegate, by manager (usually one): weak both ways.
     private var delegateSlots: [DelegateSlot] = []
-    private var nextIdentifier: UInt64 = 0
     /// The scheduling rules and their state (see ``SchedulingMachine``).
-    var machine = SchedulingMachine()
+    @exclusivity(unchecked) var machine = SchedulingMachine()
 
     /// - Parameters:
     ///   - transport: ``URLSessionTransport/shared`` unless given.
@@ -170,23 +169,22 @@ public final class APIEngine: @unchecked Sendable {
         lock.withLock { machine.inFlightCount }
     }
 
-    func makeIdentifier() -> UInt64 {
-        lock.withLock {
-            nextIdentifier += 1
-            return nextIdentifier
-        }
-    }
-
     // MARK: Events
 
-    /// Runs one event of the scheduling machine under the lock, then performs its actions.
-    func transition(_ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void) {
+    /// Runs one event of the scheduling machine under the lock, then performs its actions, and
+    /// returns them (an attempt's driver reads its ``SchedulingMachine/Action/send(_:attempt:)``
+    /// and ``SchedulingMachine/Action/replay(_:attempt:)`` there).
+    @discardableResult
+    func transition(
+        _ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void
+    ) -> SchedulingMachine.Actions {
         var actions = SchedulingMachine.Actions()
         let delivery = lock.withLock { () -> APIDelivery? in
             event(&machine, &actions)
             return actions.deliverEvents ? self.delivery : nil
         }
         perform(actions, delivery: delivery)
+        return actions
     }
 
     /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before

@@ -7,10 +7,10 @@ import FoundationNetworking
 /// A task that knows its manager's types: it calls the manager's hooks to build the request and the
 /// response, to decide retries and to forward events.
 final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @unchecked Sendable {
-    // @unchecked: adds a weak reference, which is thread-safe, and `observer`, read and written
-    // only while holding `lock` (the engine's).
+    // @unchecked: adds a weak reference, which is thread-safe, and `observer`, written once before
+    // the task is sent and only read afterwards (the send's lock orders the write before every read).
     weak var manager: Manager?
-    /// The async caller: told the cached copy and the end; cleared when told the end.
+    /// The async caller: told the cached copy and the end. Set before the task is sent, never after.
     private var observer: (@Sendable (Observation) -> Void)?
 
     /// What the async caller is told, typed.
@@ -20,10 +20,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case ended(Result<Manager.Response, APIError>, APIResponseSource?, APIRawResponse?)
     }
 
-    init(manager: Manager, request: Manager.Request, identifier: UInt64, credentialOrigins: [Origin]? = nil) {
+    init(manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil) {
         self.manager = manager
-        super.init(
-            request: request, identifier: identifier, engine: manager.engine, credentialOrigins: credentialOrigins)
+        super.init(request: request, engine: manager.engine, credentialOrigins: credentialOrigins)
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {
@@ -37,9 +36,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         }
     }
 
-    /// Registers the async caller; called before the task is submitted.
+    /// Registers the async caller; called before the task is sent, on the thread that sends it.
     func observe(_ observer: @escaping @Sendable (Observation) -> Void) {
-        lock.withLock { self.observer = observer }
+        self.observer = observer
     }
 
     override func buildResponse(_ raw: APIRawResponse) -> Result<BuiltResponse, APIError> {
@@ -81,7 +80,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func observerFailed(_ error: APIError) {
-        takeObserver()?(.ended(.failure(error), nil, nil))
+        observer?(.ended(.failure(error), nil, nil))
     }
 
     /// Where a response this task built goes, with its type.
@@ -91,15 +90,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         switch destination {
         case .managerCachedCopy: manager?.task(self, didReceiveCachedResponse: response)
         case .managerFinished: manager?.task(self, didFinishWith: response)
-        case .observerCachedCopy: lock.withLock { observer }?(.cached(response))
-        case .observerEnded(let source): takeObserver()?(.ended(.success(response), source, raw))
-        }
-    }
-
-    private func takeObserver() -> (@Sendable (Observation) -> Void)? {
-        lock.withLock {
-            defer { observer = nil }
-            return observer
+        case .observerCachedCopy: observer?(.cached(response))
+        case .observerEnded(let source): observer?(.ended(.success(response), source, raw))
         }
     }
 }

@@ -1,39 +1,25 @@
 /// The scheduling rules: concurrency policies, lines, retries, deadlines and cancellation, as a value
-/// whose events change it and return the actions to perform.
+/// whose events change it and return the actions to perform (``Action``, `Equatable`).
 ///
 /// Events: ``send(_:observed:into:)``, ``cancel(_:reason:into:)``, ``cancel(tasks:reason:into:)``,
-/// ``claimSend(_:attempt:)``, ``track(_:for:attempt:)``, ``claimReplay(_:attempt:)``,
-/// ``attemptSent(_:attempt:handle:into:)``,
+/// ``requestBuilt(_:attempt:into:)``, ``asyncStepStarted(_:for:attempt:into:)``,
+/// ``attemptSent(_:attempt:handle:into:)``, ``credentialRefused(_:attempt:into:)``,
 /// ``attemptEnded(_:attempt:outcome:source:retryDelay:into:)``,
-/// ``cachedResponse(_:attempt:response:terminal:into:)``, ``retryTimerFired(_:attempt:into:)``,
-/// ``deadlineFired(_:deadline:into:)`` and ``release(into:)``. Actions: start an attempt, cancel a
-/// transport request or a timer, schedule a timer, tell an observer, deliver the events it queued.
+/// ``cachedResponse(_:attempt:response:terminal:into:)``, ``retryTimerSet(_:attempt:timer:into:)``,
+/// ``retryTimerFired(_:attempt:into:)``, ``deadlineTimerSet(_:timer:into:)``,
+/// ``deadlineFired(_:deadline:into:)`` and ``release(into:)``.
 ///
 /// The machine never calls out (no transport, clock, hook or delegate), so the engine calls it
-/// while holding its lock and performs the actions after unlocking, and tests drive it alone. The
-/// scopes and lines are the machine's; what each task went through (phase, attempt, timers) is
-/// kept on the task record, written only by the machine.
+/// while holding its lock and performs the actions after unlocking, and tests drive it alone. It
+/// owns all scheduling state: the scopes and their lines, and each task's ``SchedulingRecord`` (its
+/// lifecycle, attempt and timers), which sits in the task for O(1) access but is written only here.
+/// Timers are set as actions and recorded by events, so no one else writes a task's state.
+/// Delivery bookkeeping is the ``EventOutbox``'s.
 struct SchedulingMachine {
-    /// What a transition decided to do once the lock is released.
-    struct Actions {
-        var cancellations: [any APICancellable] = []
-        var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
-        /// Attempts to start, nearly always one, kept inline so that a send does not allocate.
-        var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
-        var retries: [(task: AnyAPITask, attempt: Int, delay: Double)] = []
-        var deadlines: [(task: AnyAPITask, deadline: Double)] = []
-        /// Events were queued while none were waiting: their delivery is to be scheduled.
-        var deliverEvents = false
-    }
-
     private let defaultScope = ScopeState(key: nil)
     private var namedScopes: [String: ScopeState] = [:]
     private var nextSequence: UInt64 = 0
-    /// Events waiting to be delivered, in order.
-    private var outbox: [(AnyAPITask, AnyAPITask.Event)] = []
-    /// An empty buffer with capacity, kept for the next batch (see ``takeEvents(into:)``).
-    private var spareOutbox: [(AnyAPITask, AnyAPITask.Event)] = []
-    private var isDeliveryScheduled = false
+    private var outbox = EventOutbox()
 
     // MARK: Reading
 
@@ -59,26 +45,27 @@ struct SchedulingMachine {
 
     /// Whether `attempt` is the task's current, running attempt.
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
-        task.phase == .running && task.attemptNumber == attempt
+        if case .running(let running) = task.record.lifecycle { return running.number == attempt }
+        return false
     }
 
     // MARK: Events
 
-    /// A task is sent: its policy starts it, queues it, ignores it, or (cancelled before it was
-    /// sent) ends it.
+    /// A task is sent: it gets its identifier, and its policy starts it, queues it, ignores it, or
+    /// (cancelled before it was sent) ends it.
     mutating func send(_ task: AnyAPITask, observed: Bool, into actions: inout Actions) {
-        guard task.phase == .created else { return }
-        task.isObserved = observed
+        guard case .created(let cancelledBeforeSend) = task.record.lifecycle else { return }
+        task.record.isObserved = observed
         nextSequence += 1
-        task.sequence = nextSequence
-        if let reason = task.cancellationBeforeSubmit {
-            task.phase = .waiting
+        task.record.sequence = nextSequence
+        task.identifier = nextSequence
+        task.record.lifecycle = .waiting
+        if let reason = cancelledBeforeSend {
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
             return
         }
         let scope = scope(for: task.concurrencyScope)
-        task.scope = scope
-        task.phase = .waiting
+        task.record.scope = scope
         switch task.concurrencyPolicy {
         case .default:
             startDirectly(task, in: scope, into: &actions)
@@ -89,7 +76,7 @@ struct SchedulingMachine {
             // Ending the last task of a named scope closed it; the new task opens it again, so the
             // scope it runs in is the one later tasks of the same key find.
             let reopened = self.scope(for: task.concurrencyScope)
-            task.scope = reopened
+            task.record.scope = reopened
             startDirectly(task, in: reopened, into: &actions)
         case .waitUntilDone:
             if scope.isIdle {
@@ -112,17 +99,17 @@ struct SchedulingMachine {
                 end(task, with: .failure(.ignored), into: &actions)
             }
         }
-        if let deadline = task.deadline, task.phase != .ended {
-            actions.deadlines.append((task, deadline))
+        if let deadline = task.deadline, !task.record.hasEnded {
+            actions.append(.scheduleDeadline(task, after: deadline))
         }
     }
 
     /// One task is cancelled: it ends at once (or, not yet sent, when it is).
     mutating func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason, into actions: inout Actions) {
-        switch task.phase {
-        case .created:
-            if task.cancellationBeforeSubmit == nil { task.cancellationBeforeSubmit = reason }
-        case .ended:
+        switch task.record.lifecycle {
+        case .created(nil):
+            task.record.lifecycle = .created(cancelledBeforeSend: reason)
+        case .created, .ended:
             break
         case .waiting, .running, .waitingForRetry:
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
@@ -134,8 +121,8 @@ struct SchedulingMachine {
     /// it ended first.
     mutating func cancel(tasks: [AnyAPITask], reason: APIError.CancellationReason, into actions: inout Actions) {
         var touched: [ObjectIdentifier: ScopeState] = [:]
-        for task in tasks where task.phase != .ended {
-            if let scope = task.scope { touched[ObjectIdentifier(scope)] = scope }
+        for task in tasks where !task.record.hasEnded {
+            if let scope = task.record.scope { touched[ObjectIdentifier(scope)] = scope }
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions, pump: false)
         }
         for scope in touched.values.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) {
@@ -143,33 +130,34 @@ struct SchedulingMachine {
         }
     }
 
-    /// The attempt's request is built: it may go to the transport only if it is still the task's
+    /// The attempt's request is built: ``Action/send(_:attempt:)`` if it is still the task's
     /// current attempt. An attempt abandoned while it was being built is settled here instead.
-    mutating func claimSend(_ task: AnyAPITask, attempt: Int) -> Bool {
-        guard task.attemptNumber == attempt else { return false }
-        if case .abandoned = task.attemptProgress {
-            task.attemptProgress = .idle
-            return false
+    mutating func requestBuilt(_ task: AnyAPITask, attempt: Int, into actions: inout Actions) {
+        switch task.record.lifecycle {
+        case .running(var running) where running.number == attempt:
+            running.progress = .starting  // a replay sends the attempt again
+            task.record.lifecycle = .running(running)
+            actions.append(.send(task, attempt: attempt))
+        case .ended(var ending) where ending.abandonedAttempt == attempt:
+            ending.abandonedAttempt = nil
+            task.record.lifecycle = .ended(ending)
+        default:
+            break
         }
-        guard task.phase == .running else { return false }
-        task.attemptProgress = .starting  // a replay sends the attempt again
-        return true
     }
 
-    /// The async step of an attempt started (an interceptor, a wait for a refresh): kept, to be
-    /// cancelled if the task ends; `false` when the attempt is no longer current (the caller cancels it).
-    mutating func track(_ work: any APICancellable, for task: AnyAPITask, attempt: Int) -> Bool {
-        guard task.phase != .ended, task.attemptNumber == attempt else { return false }
-        task.pendingWork.append(work)
-        return true
-    }
-
-    /// The attempt's credential was refused: whether it may be sent again after a refresh, which
-    /// each task may do once.
-    mutating func claimReplay(_ task: AnyAPITask, attempt: Int) -> Bool {
-        guard isCurrent(task, attempt: attempt), !task.hasReplayed else { return false }
-        task.hasReplayed = true
-        return true
+    /// An async step of the attempt started (an interceptor, a wait for a refresh): kept, to be
+    /// cancelled if the task ends, or cancelled at once when the attempt is no longer current.
+    mutating func asyncStepStarted(
+        _ work: any APICancellable, for task: AnyAPITask, attempt: Int, into actions: inout Actions
+    ) {
+        switch task.record.lifecycle {
+        case .running(var running) where running.number == attempt:
+            running.work.append(work)
+            task.record.lifecycle = .running(running)
+        default:
+            actions.append(.cancel(Handle(work)))
+        }
     }
 
     /// The transport took the attempt and gave its handle; a task that ended meanwhile has it
@@ -177,16 +165,26 @@ struct SchedulingMachine {
     mutating func attemptSent(
         _ task: AnyAPITask, attempt: Int, handle: any APICancellable, into actions: inout Actions
     ) {
-        guard task.attemptNumber == attempt else { return }
-        switch task.attemptProgress {
-        case .starting:
-            task.attemptProgress = .sent(handle)
-        case .abandoned:
-            task.attemptProgress = .idle
-            actions.cancellations.append(handle)
-        case .idle, .sent:
-            break  // the transport completed inside `send`
+        switch task.record.lifecycle {
+        case .running(var running) where running.number == attempt:
+            guard case .starting = running.progress else { return }  // the transport completed inside `send`
+            running.progress = .sent(handle)
+            task.record.lifecycle = .running(running)
+        case .ended(var ending) where ending.abandonedAttempt == attempt:
+            ending.abandonedAttempt = nil
+            task.record.lifecycle = .ended(ending)
+            actions.append(.cancel(Handle(handle)))
+        default:
+            break
         }
+    }
+
+    /// The attempt's credential was refused: ``Action/replay(_:attempt:)`` when it may be sent again
+    /// after a refresh, which each task may do once.
+    mutating func credentialRefused(_ task: AnyAPITask, attempt: Int, into actions: inout Actions) {
+        guard isCurrent(task, attempt: attempt), !task.record.hasReplayed else { return }
+        task.record.hasReplayed = true
+        actions.append(.replay(task, attempt: attempt))
     }
 
     /// The attempt's response was built, or the attempt failed: the task retries after
@@ -196,18 +194,18 @@ struct SchedulingMachine {
         source: APIResponseSource, retryDelay: Double?, into actions: inout Actions
     ) {
         guard isCurrent(task, attempt: attempt) else { return }
-        task.attemptProgress = .idle
         switch (outcome, retryDelay) {
         case (.failure(let error), let delay?):
-            task.phase = .waitingForRetry
+            cancelWork(of: task, into: &actions)
+            task.record.lifecycle = .waitingForRetry(attempt: attempt, timer: nil)
             emit(.willRetry(delay: delay, error: error), for: task, into: &actions)
             if delay == 0 {
                 beginAttempt(task, into: &actions)
             } else {
-                actions.retries.append((task, attempt, delay))
+                actions.append(.scheduleRetry(task, attempt: attempt, after: delay))
             }
         default:
-            end(task, with: outcome, source: source, into: &actions)
+            end(task, with: outcome, source: source, into: &actions, attemptIsOver: true)
         }
     }
 
@@ -218,31 +216,47 @@ struct SchedulingMachine {
     ) {
         guard isCurrent(task, attempt: attempt) else { return }
         if terminal {
-            task.attemptProgress = .idle
-            end(task, with: .success(response), source: .cache, into: &actions)
+            end(task, with: .success(response), source: .cache, into: &actions, attemptIsOver: true)
         } else {
             emit(.cachedResponse(response), for: task, into: &actions)
-            if task.isObserved { actions.observations.append((task, .cached(response))) }
+            if task.record.isObserved { actions.append(.tell(task, .cached(response))) }
         }
     }
 
-    /// A timer was scheduled for the task: whether it is still needed (else it is to be cancelled).
-    func needsRetryTimer(_ task: AnyAPITask, attempt: Int) -> Bool {
-        task.phase == .waitingForRetry && task.attemptNumber == attempt
+    /// The timer of ``Action/scheduleRetry(_:attempt:after:)`` was set: kept, or cancelled when the
+    /// task no longer waits for that retry.
+    mutating func retryTimerSet(
+        _ task: AnyAPITask, attempt: Int, timer: any APICancellable, into actions: inout Actions
+    ) {
+        if case .waitingForRetry(attempt, nil) = task.record.lifecycle {
+            task.record.lifecycle = .waitingForRetry(attempt: attempt, timer: timer)
+        } else {
+            actions.append(.cancel(Handle(timer)))
+        }
     }
 
-    func needsDeadlineTimer(_ task: AnyAPITask) -> Bool { task.phase != .ended }
-
     mutating func retryTimerFired(_ task: AnyAPITask, attempt: Int, into actions: inout Actions) {
-        guard needsRetryTimer(task, attempt: attempt) else { return }
-        task.retryTimer = nil
+        guard case .waitingForRetry(attempt, _) = task.record.lifecycle else { return }
         beginAttempt(task, into: &actions)
     }
 
+    /// The timer of ``Action/scheduleDeadline(_:after:)`` was set: kept, or cancelled when the task
+    /// has ended.
+    mutating func deadlineTimerSet(_ task: AnyAPITask, timer: any APICancellable, into actions: inout Actions) {
+        if task.record.hasEnded || task.record.deadlineTimer != nil {
+            actions.append(.cancel(Handle(timer)))
+        } else {
+            task.record.deadlineTimer = timer
+        }
+    }
+
     mutating func deadlineFired(_ task: AnyAPITask, deadline: Double, into actions: inout Actions) {
-        guard task.phase != .ended else { return }
-        task.deadlineTimer = nil
-        let attempts = task.attemptNumber
+        switch task.record.lifecycle {
+        case .created, .ended: return
+        case .waiting, .running, .waitingForRetry: break
+        }
+        task.record.deadlineTimer = nil  // it fired
+        let attempts = task.record.attemptCount
         end(task, with: .failure(.timedOut(deadline: deadline, attempts: attempts)), into: &actions)
     }
 
@@ -256,17 +270,10 @@ struct SchedulingMachine {
         }
     }
 
-    /// Moves the queued events into `batch` (empty, its capacity reused) for delivery; `false`, with
-    /// nothing moved, once none are left, which ends the delivery run.
-    mutating func takeEvents(into batch: inout [(AnyAPITask, AnyAPITask.Event)]) -> Bool {
-        if outbox.isEmpty {
-            isDeliveryScheduled = false
-            if spareOutbox.capacity < batch.capacity { swap(&spareOutbox, &batch) }
-            return false
-        }
-        if batch.capacity == 0 { swap(&batch, &spareOutbox) }
-        swap(&batch, &outbox)
-        return true
+    /// Moves the queued events into `batch` for delivery; `false` once none are left (see
+    /// ``EventOutbox/take(into:)``).
+    mutating func takeEvents(into batch: inout EventOutbox.Batch) -> Bool {
+        outbox.take(into: &batch)
     }
 
     // MARK: Transitions
@@ -285,11 +292,11 @@ struct SchedulingMachine {
     }
 
     private mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {
-        task.attemptNumber += 1
-        task.phase = .running
-        task.attemptProgress = .starting
-        emit(.started(attempt: task.attemptNumber), for: task, into: &actions)
-        actions.starts.append((task, task.attemptNumber))
+        task.record.attemptCount += 1
+        let attempt = task.record.attemptCount
+        task.record.lifecycle = .running(SchedulingRecord.RunningAttempt(number: attempt))
+        emit(.started(attempt: attempt), for: task, into: &actions)
+        actions.append(.start(task, attempt: attempt))
     }
 
     /// Starts the head of the line while it may start.
@@ -301,55 +308,63 @@ struct SchedulingMachine {
         }
     }
 
+    /// Cancels the async steps of the task's running attempt.
+    private func cancelWork(of task: AnyAPITask, into actions: inout Actions) {
+        guard case .running(let running) = task.record.lifecycle else { return }
+        for work in running.work { actions.append(.cancel(Handle(work))) }
+    }
+
+    /// Ends the task: what it still runs is cancelled, its terminal event queued, its async caller
+    /// told, and its place in the scope given up. `attemptIsOver` when its current attempt itself
+    /// ended it (its transport call, if still in progress, is done).
     private mutating func end(
         _ task: AnyAPITask, with outcome: Result<AnyAPITask.BuiltResponse, APIError>,
         source: APIResponseSource? = nil, into actions: inout Actions, pump shouldPump: Bool = true,
-        notify: Bool = true
+        notify: Bool = true, attemptIsOver: Bool = false
     ) {
-        guard task.phase != .ended else { return }
-        if case .success = outcome { task.source = source ?? .network }
-        switch task.attemptProgress {
-        case .sent(let handle):
-            actions.cancellations.append(handle)
-            task.attemptProgress = .idle
-        case .starting:
-            task.attemptProgress = .abandoned
-        case .idle, .abandoned:
+        var ending = SchedulingRecord.Ending()
+        switch task.record.lifecycle {
+        case .ended:
+            return
+        case .running(let running):
+            switch running.progress {
+            case .sent(let handle): actions.append(.cancel(Handle(handle)))
+            case .starting: if !attemptIsOver { ending.abandonedAttempt = running.number }
+            }
+            for work in running.work { actions.append(.cancel(Handle(work))) }
+        case .waitingForRetry(_, let timer?):
+            actions.append(.cancel(Handle(timer)))
+        case .created, .waiting, .waitingForRetry:
             break
         }
-        if let timer = task.retryTimer {
-            actions.cancellations.append(timer)
-            task.retryTimer = nil
+        if let timer = task.record.deadlineTimer {
+            actions.append(.cancel(Handle(timer)))
+            task.record.deadlineTimer = nil
         }
-        if let timer = task.deadlineTimer {
-            actions.cancellations.append(timer)
-            task.deadlineTimer = nil
+        switch outcome {
+        case .success: ending.source = source ?? .network
+        case .failure(let error): ending.failure = error
         }
-        if !task.pendingWork.isEmpty {
-            actions.cancellations += task.pendingWork
-            task.pendingWork = []
-        }
-        task.phase = .ended
-        if case .failure(let error) = outcome { task.failure = error }
+        task.record.lifecycle = .ended(ending)
         if notify {
             switch outcome {
             case .success(let response): emit(.finished(response), for: task, into: &actions)
             case .failure(let error): emit(.failed(error), for: task, into: &actions)
             }
         }
-        if task.isObserved {
-            task.isObserved = false
-            actions.observations.append((task, .ended(outcome, task.source)))
+        if task.record.isObserved {
+            task.record.isObserved = false
+            actions.append(.tell(task, .ended(outcome, ending.source)))
         }
         // Leave the scope after the terminal event, so the task that takes its place starts after it.
-        if let scope = task.scope {
-            switch task.membership {
+        if let scope = task.record.scope {
+            switch task.record.membership {
             case .started: scope.started.remove(task)
             case .startedFromLine: scope.startedFromLine.remove(task)
             case .line: scope.line.remove(task)
             case .none: break
             }
-            task.scope = nil
+            task.record.scope = nil
             if shouldPump { pump(scope, into: &actions) }
             // A named scope exists exactly as long as it has a task in flight.
             if let key = scope.key, scope.isIdle, namedScopes[key] === scope { namedScopes[key] = nil }
@@ -357,10 +372,150 @@ struct SchedulingMachine {
     }
 
     private mutating func emit(_ event: AnyAPITask.Event, for task: AnyAPITask, into actions: inout Actions) {
-        outbox.append((task, event))
-        if !isDeliveryScheduled {
-            isDeliveryScheduled = true
-            actions.deliverEvents = true
+        if outbox.append(event, for: task) { actions.deliverEvents = true }
+    }
+}
+
+/// What the scheduling machine keeps of one task. It sits in the task (``AnyAPITask/record``) so
+/// that the machine reaches it in O(1) without allocating, and it is written only by the machine:
+/// its setters are private to this file. Guarded by the engine's lock.
+struct SchedulingRecord {
+    /// The task's lifecycle, each stage with what it holds.
+    enum Lifecycle {
+        /// Made, not yet sent; `cancelledBeforeSend` when it was cancelled already.
+        case created(cancelledBeforeSend: APIError.CancellationReason?)
+        /// Sent, in its scope's line.
+        case waiting
+        /// An attempt runs.
+        case running(RunningAttempt)
+        /// An attempt failed; the next one starts when the timer (once set) fires.
+        case waitingForRetry(attempt: Int, timer: (any APICancellable)?)
+        case ended(Ending)
+    }
+
+    struct RunningAttempt {
+        let number: Int
+        var progress = Progress.starting
+        /// The attempt's async steps that did not finish at once (interceptors, a wait for a
+        /// refresh): cancelled when the task ends. Cancelling one that already finished does
+        /// nothing, so steps that finished are not taken out one by one.
+        var work: [any APICancellable] = []
+    }
+
+    enum Progress {
+        /// The engine is building the request or calling the transport.
+        case starting
+        /// The transport has the request.
+        case sent(any APICancellable)
+    }
+
+    struct Ending {
+        /// The error the task ended with; `nil` when it finished with a response. The response
+        /// itself is not kept: a task the caller holds after it ended does not keep its body alive.
+        var failure: APIError?
+        var source: APIResponseSource?
+        /// The attempt whose transport call was in progress when the task ended: its handle is
+        /// cancelled when it arrives, or, not yet sent, it never is.
+        var abandonedAttempt: Int?
+    }
+
+    enum Membership { case none, started, startedFromLine, line }
+
+    fileprivate(set) var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
+    /// The number of attempts started; the current (or last) attempt's number.
+    fileprivate(set) var attemptCount = 0
+    /// The order in which the engine accepted the task.
+    fileprivate(set) var sequence: UInt64 = 0
+    fileprivate(set) var deadlineTimer: (any APICancellable)?
+    /// Whether the task was already sent again after its credential was refused (at most once).
+    fileprivate(set) var hasReplayed = false
+    /// Whether an async caller waits for this task (its typed observer lives in the typed task).
+    fileprivate(set) var isObserved = false
+    /// The scope the task is listed in while in flight, and in which of its lists.
+    fileprivate(set) var scope: ScopeState?
+    fileprivate(set) var membership = Membership.none
+    // Intrusive list links: a task is in at most one list of its scope at a time.
+    fileprivate(set) var previous: AnyAPITask?
+    fileprivate(set) var next: AnyAPITask?
+
+    var hasEnded: Bool {
+        if case .ended = lifecycle { return true }
+        return false
+    }
+}
+
+/// An intrusive doubly linked list of tasks, threaded through their records: append, prepend and
+/// removal in O(1) without allocating. Guarded by the engine's lock.
+struct TaskList {
+    private(set) var head: AnyAPITask?
+    private(set) var tail: AnyAPITask?
+    private(set) var count = 0
+
+    var isEmpty: Bool { head == nil }
+
+    fileprivate mutating func append(_ task: AnyAPITask, as membership: SchedulingRecord.Membership) {
+        task.record.membership = membership
+        task.record.previous = tail
+        task.record.next = nil
+        if let tail { tail.record.next = task } else { head = task }
+        tail = task
+        count += 1
+    }
+
+    fileprivate mutating func prepend(_ task: AnyAPITask, as membership: SchedulingRecord.Membership) {
+        task.record.membership = membership
+        task.record.previous = nil
+        task.record.next = head
+        if let head { head.record.previous = task } else { tail = task }
+        head = task
+        count += 1
+    }
+
+    /// Unlinks a task that is in this list.
+    fileprivate mutating func remove(_ task: AnyAPITask) {
+        let previous = task.record.previous
+        let next = task.record.next
+        if let previous { previous.record.next = next } else { head = next }
+        if let next { next.record.previous = previous } else { tail = previous }
+        task.record.previous = nil
+        task.record.next = nil
+        task.record.membership = .none
+        count -= 1
+    }
+
+    /// The tasks from head to tail, as an array (for sweeps that end tasks while walking).
+    func snapshot() -> [AnyAPITask] {
+        var tasks: [AnyAPITask] = []
+        tasks.reserveCapacity(count)
+        var cursor = head
+        while let task = cursor {
+            tasks.append(task)
+            cursor = task.record.next
         }
+        return tasks
+    }
+}
+
+/// The in-flight tasks of one concurrency scope of one engine.
+final class ScopeState {
+    let key: String?
+    /// Tasks started when they were sent, in submission order (so `head` has the smallest `sequence`).
+    fileprivate(set) var started = TaskList()
+    /// Tasks started from the line; at most one at a time, since each waits for those before it.
+    fileprivate(set) var startedFromLine = TaskList()
+    /// Tasks waiting to start, head first.
+    fileprivate(set) var line = TaskList()
+
+    init(key: String?) { self.key = key }
+
+    var isIdle: Bool { started.isEmpty && startedFromLine.isEmpty && line.isEmpty }
+    var hasRunning: Bool { !started.isEmpty || !startedFromLine.isEmpty }
+
+    /// Whether the head of the line may start: nothing started from the line is still in flight, and
+    /// every task started directly that was sent before it has ended.
+    func canStart(_ candidate: AnyAPITask) -> Bool {
+        guard startedFromLine.isEmpty else { return false }
+        guard let oldest = started.head else { return true }
+        return oldest.record.sequence > candidate.record.sequence
     }
 }
