@@ -5,6 +5,12 @@ import Testing
 
 @testable import APIManagerKit
 
+/// A handle the random runs report; compared by identity.
+private final class RandomHandle: APICancellable, @unchecked Sendable {
+    // @unchecked: no state.
+    func cancel() {}
+}
+
 @Suite("The scheduling machine under random event sequences", .timeLimit(.minutes(1)))
 struct SchedulingMachineRandomTests {
     /// One random run: `steps` events among sends (every policy, three scopes), attempt ends
@@ -15,9 +21,10 @@ struct SchedulingMachineRandomTests {
         func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
         var harness = MachineHarness()
         var sendOrder: [UInt64: Int] = [:]
+        var replayed: Set<UInt64> = []
         for step in 0..<steps {
             let live = harness.tasks.filter { $0.phase != .ended }
-            switch pick(10) {
+            switch pick(14) {
             case 0, 1, 2:
                 let policy = APIConcurrencyPolicy.allCases[pick(APIConcurrencyPolicy.allCases.count)]
                 let scope = [nil, "a", "b"][pick(3)]
@@ -45,6 +52,61 @@ struct SchedulingMachineRandomTests {
             case 8:
                 if let task = live.filter({ $0.phase != .created }).randomElement(using: &random) {
                     harness.run { machine, actions in machine.deadlineFired(task, deadline: 5, into: &actions) }
+                }
+            case 10:
+                // The transport takes the attempt; sometimes the task is cancelled in between.
+                if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
+                    let attempt = task.attemptNumber
+                    harness.run { machine, actions in machine.requestBuilt(task, attempt: attempt, into: &actions) }
+                    if pick(3) == 0 {
+                        harness.run { machine, actions in machine.cancel(task, reason: .explicit, into: &actions) }
+                    }
+                    let handle = RandomHandle()
+                    let actions = harness.run { machine, actions in
+                        machine.attemptSent(task, attempt: attempt, handle: handle, into: &actions)
+                    }
+                    let cancelled = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
+                    #expect(cancelled == (task.phase == .ended), "seed \(seed) step \(step): a handle kept or lost")
+                }
+            case 11:
+                // A refused credential, replayed at most once per task.
+                if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
+                    let attempt = task.attemptNumber
+                    let actions = harness.run { machine, actions in
+                        machine.credentialRefused(task, attempt: attempt, into: &actions)
+                    }
+                    if actions.contains(.replay(task, attempt: attempt)) {
+                        #expect(replayed.insert(task.identifier).inserted, "seed \(seed): replayed twice")
+                    }
+                }
+            case 12:
+                // A stored response: ahead of the network, or as the answer.
+                if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
+                    let attempt = task.attemptNumber
+                    let terminal = pick(2) == 0
+                    harness.run { machine, actions in
+                        machine.cachedResponse(
+                            task, attempt: attempt, response: AnyAPITask.BuiltResponse { _ in }, terminal: terminal,
+                            into: &actions)
+                    }
+                    #expect((task.phase == .ended) == terminal, "seed \(seed) step \(step): a cached answer")
+                }
+            case 13:
+                // An async step or a retry timer is reported; kept only while it is needed.
+                if let task = harness.tasks.randomElement(using: &random) {
+                    let attempt = task.attemptNumber
+                    let handle = RandomHandle()
+                    let waitsForRetry = task.phase == .waitingForRetry
+                    let actions = harness.run { machine, actions in
+                        if waitsForRetry {
+                            machine.retryTimerSet(task, attempt: attempt, timer: handle, into: &actions)
+                        } else {
+                            machine.asyncStepStarted(handle, for: task, attempt: attempt, into: &actions)
+                        }
+                    }
+                    let cancelled = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
+                    let needed = waitsForRetry || task.phase == .running
+                    #expect(cancelled != needed || waitsForRetry, "seed \(seed) step \(step): a step kept or lost")
                 }
             default:
                 // A late answer for an attempt that is no longer current changes nothing.
@@ -81,6 +143,19 @@ struct SchedulingMachineRandomTests {
 
     private func check(_ harness: MachineHarness, seed: UInt64, step: Int) {
         let place = "seed \(seed) step \(step)"
+        // No task both waiting and running: a task in a line waits, a started one runs or waits for a retry.
+        for task in harness.tasks {
+            switch task.record.membership {
+            case .line:
+                #expect(task.phase == .waiting, "\(place): task \(task.identifier) in line but \(task.phase)")
+            case .started, .startedFromLine:
+                #expect(
+                    task.phase == .running || task.phase == .waitingForRetry,
+                    "\(place): task \(task.identifier) started but \(task.phase)")
+            case .none:
+                #expect(task.phase == .ended || task.phase == .created, "\(place): task \(task.identifier) unlisted")
+            }
+        }
         let inFlight = harness.machine.inFlightTasks
         // Scope counts match, and no task is in flight twice (both waiting and running).
         #expect(harness.machine.inFlightCount == inFlight.count, "\(place): counts differ")
@@ -119,7 +194,10 @@ struct SchedulingMachineRandomTests {
     /// The runs reach the states worth checking: lines, retries, policy cancellations, ignores.
     @Test func theRunsCoverWaitingRetriesCancellationsAndIgnores() {
         let events = (1...25).flatMap { run(seed: UInt64($0), steps: 100) }
-        for kind in ["waiting", "retry", "started 2", "failed cancelled(policy)", "failed ignored", "finished"] {
+        for kind in [
+            "waiting", "retry", "started 2", "failed cancelled(policy)", "failed ignored", "finished", "cached",
+            "failed cancelled(explicit)",
+        ] {
             #expect(events.contains { $0.contains(kind) }, "no \(kind) in 25 runs")
         }
     }

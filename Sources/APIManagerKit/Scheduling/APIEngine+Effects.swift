@@ -57,11 +57,8 @@ extension APIEngine {
             } else {
                 // `send(_:)` returns once the policy is decided: the request is built over there.
                 for (_, task, attempt) in starts {
-                    execution.queue(forTask: task.identifier)?.async {
-                        // A task cancelled while its start waited in the queue is not even built.
-                        guard self.isCurrent(task, attempt: attempt) else { return }
-                        self.performStart(task, attempt: attempt)
-                    }
+                    // A task cancelled while its start waited in the queue is not even built (`performStart` checks).
+                    execution.queue(forTask: task.identifier)?.async { self.performStart(task, attempt: attempt) }
                 }
             }
         }

@@ -140,9 +140,12 @@ public final class APIEngine: @unchecked Sendable {
         set { lock.withLock { extraSecretNames = newValue } }
     }
 
-    /// The event monitor and the secret names, read together under the lock once per attempt.
-    var monitorAndSecretNames: ((@Sendable (APIEvent) -> Void)?, Set<String>) {
-        lock.withLock { (monitor, extraSecretNames) }
+    /// Whether `attempt` is still the task's current one, with the event monitor and the secret
+    /// names it is to be built with: read together, under the lock once, when the attempt starts.
+    func settingsIfCurrent(
+        _ task: AnyAPITask, attempt: Int
+    ) -> (current: Bool, monitor: (@Sendable (APIEvent) -> Void)?, secretNames: Set<String>) {
+        lock.withLock { (machine.isCurrent(task, attempt: attempt), monitor, extraSecretNames) }
     }
 
     /// A manager and its delegate, both held weakly.

@@ -4,33 +4,17 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The transport stage of an attempt: what an attempt handed to the transport carries, and what its
-/// answer becomes before a response is built from it.
+/// What the transport's answer to an attempt becomes before a response is built from it.
 enum TransportStage {
-    /// One attempt handed to the transport: what its answer needs.
-    struct SentAttempt: Sendable {
-        let task: AnyAPITask
-        let number: Int
-        let request: URLRequest
-        let startedAt: TimeInterval
-        let options: APITransportOptions
-        let monitor: (@Sendable (APIEvent) -> Void)?
-        let cache: CacheContext?
-        /// Whether it is the attempt sent again after a credential refresh.
-        let isReplay: Bool
-        /// The generation of the ``APIAuthentication`` credential it carries; `nil` for none.
-        let credentialGeneration: UInt64?
-    }
-
     /// The transport's answer as an ``APIError`` result: its error wrapped, a body past the limit
     /// refused (for transports that do not enforce it themselves), its URL set to the request's when
     /// the transport gave none, persisted auth headers and cookies captured.
     static func answer(
-        _ result: Result<APIRawResponse, any Error>, for sent: SentAttempt, persistedHeaders: APIPersistedHeaders?,
+        _ result: Result<APIRawResponse, any Error>, for sent: Attempt, persistedHeaders: APIPersistedHeaders?,
         cookies: APICookieStore?, now: @autoclosure () -> Date
     ) -> Result<APIRawResponse, APIError> {
         var result = result.mapError(APIError.wrapTransport)
-        if case .success(let raw) = result, let limit = sent.options.maxResponseBodySize, raw.body.count > limit {
+        if case .success(let raw) = result, let limit = sent.task.maxResponseBodySize, raw.body.count > limit {
             result = .failure(.responseTooLarge(limit: limit))
         }
         if case .success(var raw) = result {

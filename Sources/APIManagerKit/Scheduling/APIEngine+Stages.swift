@@ -1,0 +1,251 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The stages of an attempt (see ``Attempt/Stage``): each takes the attempt and says in an
+/// ``Attempt/Outcome`` what it did. A stage never takes the engine's lock and never calls the
+/// driver; an async stage hands its end to ``APIEngine/resume(_:after:with:hop:)``.
+extension APIEngine {
+    func perform(_ stage: Attempt.Stage, of attempt: Attempt) -> Attempt.Outcome {
+        switch stage {
+        case .authenticate: return authenticate(attempt)
+        case .adapt: return adapt(attempt)
+        case .prepare: return prepare(attempt)
+        case .lookUp: return lookUp(attempt)
+        case .send: return send(attempt)
+        case .receive(let result): return receive(result, attempt)
+        case .inspect: return inspect(attempt)
+        case .checkRefusal: return checkRefusal(attempt)
+        case .renew: return renew(attempt)
+        case .respond: return respond(attempt)
+        }
+    }
+
+    /// Puts the authentication's credential on the request, once no refresh runs.
+    private func authenticate(_ attempt: Attempt) -> Attempt.Outcome {
+        guard let authentication else { return .next(attempt) }
+        // The refresh may end on another engine's thread: the attempt goes on on this engine's.
+        let access = authentication.access { [weak self] result in
+            self?.resume(attempt, after: .authenticate, with: Self.granted(result, attempt, authentication), hop: true)
+        }
+        switch access {
+        case .now(let result): return Self.granted(result, attempt, authentication)
+        case .waiting(let wait): return .waiting(wait)
+        }
+    }
+
+    private static func granted(
+        _ result: Result<APIAuthentication.Grant, APIError>, _ attempt: Attempt, _ authentication: APIAuthentication
+    ) -> Attempt.Outcome {
+        switch result {
+        case .failure(let error):
+            return .failed(error)
+        case .success(let grant):
+            var attempt = attempt
+            attempt.grant = grant
+            if let credential = grant.credential {
+                let before = attempt.request.allHTTPHeaderFields ?? [:]
+                authentication.authenticator.apply(credential, to: &attempt.request)
+                // Whatever the authenticator set is a credential: redacted, and dropped on a
+                // redirect to another origin.
+                for (name, value) in attempt.request.allHTTPHeaderFields ?? [:] where before[name] != value {
+                    attempt.sensitiveHeaders.insert(name)
+                }
+            }
+            return .next(attempt)
+        }
+    }
+
+    /// Passes the request through the adapters, in order, in a Swift task of its own.
+    private func adapt(_ attempt: Attempt) -> Attempt.Outcome {
+        let adapters = self.adapters
+        guard !adapters.isEmpty else { return .next(attempt) }
+        // The engine is held weakly while user code runs, so that a manager released meanwhile
+        // ends its tasks (and cancels this Swift task) instead of waiting for the interceptor.
+        let work = asyncWork.start { [weak self] in
+            var adapted = attempt
+            let outcome: Attempt.Outcome
+            do {
+                for adapter in adapters {
+                    adapted.request = try await adapter.adapt(adapted.request, for: attempt.context)
+                }
+                outcome = .next(adapted)
+            } catch {
+                outcome = .failed(
+                    error as? APIError
+                        ?? .invalidRequest(reason: "an interceptor refused the request", underlying: error))
+            }
+            self?.resume(adapted, after: .adapt, with: outcome, hop: false)
+        }
+        return .waiting(work)
+    }
+
+    /// The link rule, the request's check, and a credential that changed meanwhile.
+    private func prepare(_ attempt: Attempt) -> Attempt.Outcome {
+        var attempt = attempt
+        if let allowed = attempt.task.credentialOrigins,
+            !allowed.contains(where: { $0 == Origin(attempt.request.url) })
+        {
+            // A page on another origin: it goes without credentials, as after a redirect, and a
+            // refusal of it is an ordinary response (no refresh).
+            CredentialHeaders.remove(from: &attempt.request, marked: attempt.sensitiveHeaders)
+            attempt.grant = nil
+        }
+        do {
+            try BuildRequestStage.check(attempt.request)
+        } catch {
+            return .failed(error)
+        }
+        // A refresh started (or the credential changed) while the adapters ran: the request does
+        // not go with the old credential, it starts over and gets the new one.
+        if let grant = attempt.grant, let authentication, !authentication.isCurrent(grant) {
+            return .startOver(isReplay: attempt.isReplay)
+        }
+        return .next(attempt)
+    }
+
+    /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
+    private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
+        guard let cache else { return .readyToSend(attempt, cachedCopy: nil) }
+        var attempt = attempt
+        var copy: AnyAPITask.BuiltResponse?
+        let task = attempt.task
+        switch CacheLookupStage.lookUp(
+            cache, settings: task.cacheSettings, attempt: attempt.number, request: attempt.request,
+            sensitiveHeaders: attempt.sensitiveHeaders, writesBehind: writesBehind)
+        {
+        case .answer(let stored, let otherwise):
+            if case .success(let response) = task.buildResponse(stored) { return .answered(response, .cache) }
+            cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
+            attempt.cache = otherwise
+        case .copyFirst(let stored, var then):
+            if !attempt.isReplay {
+                if case .success(let response) = task.buildResponse(stored) {
+                    copy = response
+                } else {
+                    cache.remove(for: then.key)
+                    then.revalidating = nil
+                }
+            }
+            attempt.cache = then
+        case .network(let context):
+            attempt.cache = context
+        }
+        attempt.cache?.addConditionalHeaders(to: &attempt.request)
+        return .readyToSend(attempt, cachedCopy: copy)
+    }
+
+    /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive(_:)``.
+    private func send(_ attempt: Attempt) -> Attempt.Outcome {
+        var attempt = attempt
+        let options = APITransportOptions(
+            sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
+            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
+        attempt.sent = (options, clock.now)
+        attempt.monitor?(
+            APIEvent(
+                kind: .started, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
+                request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
+        let sent = attempt
+        let handle = transport.send(attempt.request, options: options) { [weak self] result in
+            // Off the transport's callback queue: responses of different tasks build in parallel.
+            self?.run(sent, from: .receive(result))
+        }
+        return .sent(handle)
+    }
+
+    /// The transport's answer, told to the event monitor (see ``TransportStage``).
+    private func receive(_ result: Result<APIRawResponse, any Error>, _ attempt: Attempt) -> Attempt.Outcome {
+        var attempt = attempt
+        let result = TransportStage.answer(
+            result, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
+        if let monitor = attempt.monitor, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
+            monitor(
+                APIEvent(
+                    kind: .finished(result), taskIdentifier: attempt.task.identifier, attempt: attempt.number,
+                    request: attempt.request, duration: clock.now - sent.at,
+                    sensitiveHeaders: sent.options.sensitiveHeaders))
+        }
+        switch result {
+        case .failure(let error):
+            return .failed(error)
+        case .success(let raw):
+            attempt.response = raw
+            return .next(attempt)
+        }
+    }
+
+    /// Passes the response through the inspectors, in order, in a Swift task of its own; the first
+    /// that asks for another attempt decides. They see every response, a refusal the authentication
+    /// will answer included.
+    private func inspect(_ attempt: Attempt) -> Attempt.Outcome {
+        let inspectors = self.inspectors
+        guard !inspectors.isEmpty, let raw = attempt.response else { return .next(attempt) }
+        let work = asyncWork.start { [weak self] in
+            let outcome: Attempt.Outcome
+            do {
+                var retry: TimeInterval?
+                for inspector in inspectors {
+                    if case .retry(let delay) = try await inspector.inspect(
+                        raw, to: attempt.request, for: attempt.context)
+                    {
+                        retry = delay
+                        break
+                    }
+                }
+                if let retry {
+                    outcome = .retry(
+                        after: retry, .rejected(underlying: APIRetryRequested(delay: retry), response: raw))
+                } else {
+                    outcome = .next(attempt)
+                }
+            } catch {
+                outcome = .failed(error as? APIError ?? .rejected(underlying: error, response: raw))
+            }
+            self?.resume(attempt, after: .inspect, with: outcome, hop: false)
+        }
+        return .waiting(work)
+    }
+
+    /// Whether the response refuses the credential the attempt carried.
+    private func checkRefusal(_ attempt: Attempt) -> Attempt.Outcome {
+        guard let authentication, attempt.grant?.credential != nil, let raw = attempt.response,
+            authentication.authenticator.isRefused(raw, to: attempt.request)
+        else { return .next(attempt) }
+        return .refused(attempt)
+    }
+
+    /// Waits for the renewed credential, then the attempt starts over with it (once per task); or it
+    /// fails with the refresh's failure.
+    private func renew(_ attempt: Attempt) -> Attempt.Outcome {
+        guard let authentication, let grant = attempt.grant else { return .next(attempt) }
+        let refusal = authentication.refused(attempt.request, sentWith: grant.generation, work: asyncWork) {
+            [weak self] result in
+            self?.resume(attempt, after: .renew, with: Self.renewed(result), hop: true)
+        }
+        switch refusal {
+        case nil: return .next(attempt)  // not the authentication's to answer: an ordinary response
+        case .now(let result)?: return Self.renewed(result)
+        case .waiting(let wait)?: return .waiting(wait)
+        }
+    }
+
+    private static func renewed(_ result: Result<APIAuthentication.Grant, APIError>) -> Attempt.Outcome {
+        switch result {
+        case .success: return .startOver(isReplay: true)
+        case .failure(let error): return .failed(error)
+        }
+    }
+
+    /// Validates the response and builds the typed one (see ``ResponseStage``); only for the current
+    /// attempt, so a late answer never runs the manager's hooks.
+    private func respond(_ attempt: Attempt) -> Attempt.Outcome {
+        guard let raw = attempt.response, isCurrent(attempt.task, attempt: attempt.number) else { return .dropped }
+        switch ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache) {
+        case .built(let response, let source): return .answered(response, source)
+        case .failed(let error): return .failed(error)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One attempt of a task on its way through the stages, from the built request to the typed
+/// response: the one value every stage reads and extends.
+struct Attempt: Sendable {
+    let task: AnyAPITask
+    /// The attempt's number: 1 for the first; a replay keeps its attempt's number.
+    let number: Int
+    /// Whether it is the attempt sent again after a credential refresh.
+    let isReplay: Bool
+    /// The request to send, as the stages have made it so far.
+    var request: URLRequest
+    /// The header names that carry its credentials: redacted, and dropped on a redirect to another origin.
+    var sensitiveHeaders: Set<String>
+    /// Told when the attempt is sent and answered; read once when the attempt was built.
+    let monitor: (@Sendable (APIEvent) -> Void)?
+    /// The credential the authentication granted, with its generation; `nil` for none.
+    var grant: APIAuthentication.Grant?
+    /// How the response is treated by the cache; `nil` without a cache.
+    var cache: CacheContext?
+    /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
+    var sent: (options: APITransportOptions, at: TimeInterval)?
+    /// The response, once the transport answered with one.
+    var response: APIRawResponse?
+
+    /// What interceptors are told about the attempt.
+    var context: APIAttempt { APIAttempt(task: task, number: number, isReplay: isReplay) }
+
+    /// The stages, in order. A stage that has nothing to do for an attempt passes it on.
+    enum Stage: Sendable {
+        /// Puts the authentication's credential on the request, once no refresh runs.
+        case authenticate
+        /// Passes the request through the adapters.
+        case adapt
+        /// Applies the link rule (credentials only to their origins), checks the request, and starts
+        /// over when the credential changed while the adapters ran.
+        case prepare
+        /// Asks the cache.
+        case lookUp
+        /// Hands the request to the transport (once the machine says the attempt may go).
+        case send
+        /// Takes the transport's answer.
+        case receive(Result<APIRawResponse, any Error>)
+        /// Passes the response through the inspectors.
+        case inspect
+        /// Sees whether the response refuses the credential the attempt carried.
+        case checkRefusal
+        /// Waits for the renewed credential (the machine allowed a replay), then starts over; or, when
+        /// the authentication does not take the refusal over, goes on to build the response.
+        case renew
+        /// Validates the response and builds the typed one.
+        case respond
+
+        /// The stage after this one, when a stage goes on.
+        var following: Stage? {
+            switch self {
+            case .authenticate: return .adapt
+            case .adapt: return .prepare
+            case .prepare: return .lookUp
+            case .lookUp: return .send
+            case .send: return nil  // the transport's answer resumes the attempt at `receive`
+            case .receive: return .inspect
+            case .inspect: return .checkRefusal
+            case .checkRefusal: return .respond
+            case .renew: return .respond  // when the authentication does not take the refusal over
+            case .respond: return nil
+            }
+        }
+    }
+
+    /// What a stage says it did.
+    enum Outcome: Sendable {
+        /// Go on with the next stage.
+        case next(Attempt)
+        /// An async step runs (a wait for a refresh, interceptors): it resumes the attempt when done.
+        /// The machine keeps its handle, to cancel it if the task ends; `nil` when the step already
+        /// finished (it ran inline and resumed the attempt before returning).
+        case waiting((any APICancellable)?)
+        /// The request is ready for the transport: the machine decides whether it may go. A stored
+        /// copy, if any, is delivered first (``APICacheOption/both``).
+        case readyToSend(Attempt, cachedCopy: AnyAPITask.BuiltResponse?)
+        /// The transport has the request (its answer resumes the attempt).
+        case sent(any APICancellable)
+        /// The response refuses the credential: the machine decides whether it is sent again.
+        case refused(Attempt)
+        /// The attempt ends with a response, from `source`.
+        case answered(AnyAPITask.BuiltResponse, APIResponseSource)
+        /// The attempt failed; it is retried if the manager's retry hook says so.
+        case failed(APIError)
+        /// An inspector asked for another attempt after `delay`; the attempt fails with `error`.
+        case retry(after: TimeInterval, APIError)
+        /// The attempt starts again from the built request (the credential changed; a replay).
+        case startOver(isReplay: Bool)
+        /// The attempt is no longer the task's current one: nothing more is done for it.
+        case dropped
+    }
+}

@@ -1,0 +1,266 @@
+// The scheduling machine alone, event by event: each test feeds one event and compares the actions
+// it returns with the expected ones (issue 20, items 1 and 2), in the style of AsyncHTTPClient's
+// state-machine tests.
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+/// A transport request, a timer or an async step, compared by identity in actions.
+private final class Handle: APICancellable, @unchecked Sendable {
+    // @unchecked: never mutated; `cancel()` does nothing (the machine only names what to cancel).
+    func cancel() {}
+}
+
+private typealias Action = SchedulingMachine.Action
+
+private func cancel(_ handle: Handle) -> Action { .cancel(SchedulingMachine.Handle(handle)) }
+
+private let transportFailure = APIError.transport(underlying: URLError(.timedOut))
+
+@Suite("Scheduling machine: each event's actions", .timeLimit(.minutes(1)))
+struct SchedulingMachineEventTests {
+    @Test func aSendStartsTheFirstAttemptAndGivesTheIdentifier() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        #expect(Array(h.lastActions) == [.start(task, attempt: 1)])
+        #expect(h.lastActions.deliverEvents, "the started event is queued and its delivery asked for")
+        #expect(task.identifier == 1)
+        #expect(task.phase == .running)
+        let second = h.send(.default)
+        #expect(second.identifier == 2)
+    }
+
+    @Test func aWaitingTaskHasNoActionButItsEvent() {
+        var h = MachineHarness()
+        h.send(.default)
+        let queued = h.send(.waitUntilDone)
+        #expect(Array(h.lastActions) == [])
+        #expect(h.events(of: queued) == ["waiting"])
+        #expect(queued.phase == .waiting)
+    }
+
+    @Test func aDeadlineIsScheduledWithTheSendAndRecordedWhenSet() {
+        var h = MachineHarness()
+        let task = AnyAPITask(
+            identifier: 1, policy: .default, scope: nil, deadline: 5,
+            cacheSettings: .init(option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
+            sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
+        h.tasks.append(task)
+        let sent = h.run { machine, actions in machine.send(task, observed: false, into: &actions) }
+        #expect(Array(sent) == [.start(task, attempt: 1), .scheduleDeadline(task, after: 5)])
+        let timer = Handle()
+        #expect(Array(h.run { $0.deadlineTimerSet(task, timer: timer, into: &$1) }) == [])
+        let ended = h.run { $0.cancel(task, reason: .explicit, into: &$1) }
+        #expect(Array(ended) == [cancel(timer)], "ending the task cancels its deadline")
+        let late = Handle()
+        #expect(Array(h.run { $0.deadlineTimerSet(task, timer: late, into: &$1) }) == [cancel(late)])
+    }
+
+    @Test func anIgnoredTaskSchedulesNoDeadline() {
+        var h = MachineHarness()
+        h.send(.default)
+        let task = AnyAPITask(
+            identifier: 2, policy: .ignoreCurrent, scope: nil, deadline: 5,
+            cacheSettings: .init(option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
+            sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
+        let actions = h.run { $0.send(task, observed: true, into: &$1) }
+        #expect(Array(actions) == [.tell(task, .ended(.failure(.ignored), nil))])
+    }
+
+    @Test func aTaskCancelledBeforeItIsSentEndsWhenSentWithoutStarting() {
+        var h = MachineHarness()
+        let task = AnyAPITask(identifier: 1, policy: .default)
+        #expect(Array(h.run { $0.cancel(task, reason: .concurrency, into: &$1) }) == [])
+        #expect(task.phase == .created)
+        let actions = h.run { $0.send(task, observed: true, into: &$1) }
+        #expect(Array(actions) == [.tell(task, .ended(.failure(.cancelled(reason: .concurrency)), nil))])
+        #expect(h.events == ["1 failed cancelled(concurrency)"])
+    }
+
+    @Test func aBuiltRequestIsSentOnlyForTheCurrentAttempt() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }) == [.send(task, attempt: 1)])
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 2, into: &$1) }) == [], "a stale attempt")
+    }
+
+    @Test func aSentAttemptIsCancelledThroughItsHandle() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        let handle = Handle()
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [])
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(handle)])
+    }
+
+    @Test func anAttemptAbandonedWhileBeingBuiltIsNeverSent() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [], "nothing to cancel yet")
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }) == [], "not handed to the transport")
+    }
+
+    @Test func anAttemptAbandonedWhileTheTransportTookItHasItsHandleCancelledWhenItArrives() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [])
+        let handle = Handle()
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [cancel(handle)])
+        let again = Handle()
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: again, into: &$1) }) == [], "settled once")
+    }
+
+    @Test func aTransportThatAnsweredInsideSendLeavesNothingToCancel() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        h.finish(task)
+        let handle = Handle()
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [])
+    }
+
+    @Test func anAsyncStepIsKeptWhileItsAttemptRunsAndCancelledAfter() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        let step = Handle()
+        #expect(Array(h.run { $0.asyncStepStarted(step, for: task, attempt: 1, into: &$1) }) == [])
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(step)])
+        let late = Handle()
+        #expect(Array(h.run { $0.asyncStepStarted(late, for: task, attempt: 1, into: &$1) }) == [cancel(late)])
+    }
+
+    @Test func aRefusedCredentialIsReplayedOncePerTask() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1, into: &$1) }) == [.replay(task, attempt: 1)])
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1, into: &$1) }) == [])
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 2, into: &$1) }) == [], "a stale attempt")
+    }
+
+    @Test func aFailureToRetrySchedulesTheTimerAndItsFiringStartsTheNextAttempt() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        let step = Handle()
+        h.run { $0.asyncStepStarted(step, for: task, attempt: 1, into: &$1) }
+        h.failForRetry(task, delay: 2)
+        #expect(Array(h.lastActions) == [cancel(step), .scheduleRetry(task, attempt: 1, after: 2)])
+        #expect(task.phase == .waitingForRetry)
+        let timer = Handle()
+        #expect(Array(h.run { $0.retryTimerSet(task, attempt: 1, timer: timer, into: &$1) }) == [])
+        #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1, into: &$1) }) == [.start(task, attempt: 2)])
+        #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1, into: &$1) }) == [], "fires once")
+        #expect(h.events(of: task) == ["started 1", "retry 2.0", "started 2"])
+    }
+
+    @Test func aRetryWithoutDelayStartsAtOnce() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.failForRetry(task, delay: 0)
+        #expect(Array(h.lastActions) == [.start(task, attempt: 2)])
+    }
+
+    @Test func cancellingDuringTheRetryDelayCancelsTheTimerAndALateTimerIsCancelledToo() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.failForRetry(task, delay: 2)
+        let timer = Handle()
+        h.run { $0.retryTimerSet(task, attempt: 1, timer: timer, into: &$1) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(timer)])
+
+        var other = MachineHarness()
+        let flaky = other.send(.default)
+        other.failForRetry(flaky, delay: 2)
+        other.run { $0.cancel(flaky, reason: .explicit, into: &$1) }
+        let late = Handle()
+        #expect(Array(other.run { $0.retryTimerSet(flaky, attempt: 1, timer: late, into: &$1) }) == [cancel(late)])
+    }
+
+    @Test func aDeadlineThatFiresEndsTheTaskAndCancelsWhatItRuns() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        let handle = Handle()
+        h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }
+        #expect(Array(h.run { $0.deadlineFired(task, deadline: 5, into: &$1) }) == [cancel(handle)])
+        #expect(task.state.isTerminal)
+        #expect(Array(h.run { $0.deadlineFired(task, deadline: 5, into: &$1) }) == [], "once")
+    }
+
+    @Test func anObservedTaskTellsItsCallerTheEndOnce() {
+        var h = MachineHarness()
+        let task = AnyAPITask(identifier: 1, policy: .default)
+        h.tasks.append(task)
+        h.run { $0.send(task, observed: true, into: &$1) }
+        h.finish(task)
+        #expect(Array(h.lastActions) == [.tell(task, .ended(.success(AnyAPITask.BuiltResponse { _ in }), .network))])
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [])
+    }
+
+    @Test func aCachedAnswerEndsTheTaskFromTheCache() {
+        var h = MachineHarness()
+        let task = AnyAPITask(identifier: 1, policy: .default)
+        h.tasks.append(task)
+        h.run { $0.send(task, observed: true, into: &$1) }
+        let stored = AnyAPITask.BuiltResponse { _ in }
+        let actions = h.run { $0.cachedResponse(task, attempt: 1, response: stored, terminal: true, into: &$1) }
+        #expect(Array(actions) == [.tell(task, .ended(.success(stored), .cache))])
+        #expect(task.responseSource == .cache)
+        #expect(h.events(of: task) == ["started 1", "finished"])
+    }
+
+    @Test func aCachedCopyAheadOfTheNetworkIsToldAndTheAttemptGoesOn() {
+        var h = MachineHarness()
+        let task = AnyAPITask(identifier: 1, policy: .default)
+        h.tasks.append(task)
+        h.run { $0.send(task, observed: true, into: &$1) }
+        let stored = AnyAPITask.BuiltResponse { _ in }
+        let actions = h.run { $0.cachedResponse(task, attempt: 1, response: stored, terminal: false, into: &$1) }
+        #expect(Array(actions) == [.tell(task, .cached(stored))])
+        #expect(task.phase == .running)
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }) == [.send(task, attempt: 1)])
+        let stale = h.run { $0.cachedResponse(task, attempt: 2, response: stored, terminal: true, into: &$1) }
+        #expect(Array(stale) == [], "a stale attempt's cached answer changes nothing")
+    }
+
+    @Test func anEndedTaskStartsTheHeadOfItsLineAfterItsTerminalEvent() {
+        var h = MachineHarness()
+        let first = h.send(.waitUntilDone, scope: "cart")
+        let second = h.send(.waitUntilDone, scope: "cart")
+        h.run { $0.requestBuilt(first, attempt: 1, into: &$1) }
+        let handle = Handle()
+        h.run { $0.attemptSent(first, attempt: 1, handle: handle, into: &$1) }
+        let actions = h.run { $0.cancel(first, reason: .explicit, into: &$1) }
+        #expect(Array(actions) == [cancel(handle), .start(second, attempt: 1)])
+    }
+
+    @Test func releaseCancelsEverythingAndTellsCallersWithoutEvents() {
+        var h = MachineHarness()
+        let task = AnyAPITask(identifier: 1, policy: .default)
+        h.tasks.append(task)
+        h.run { $0.send(task, observed: true, into: &$1) }
+        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        let handle = Handle()
+        h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }
+        let before = h.events.count
+        let actions = h.run { $0.release(into: &$1) }
+        #expect(
+            Array(actions) == [
+                cancel(handle), .tell(task, .ended(.failure(.cancelled(reason: .managerReleased)), nil)),
+            ])
+        #expect(h.events.count == before)
+    }
+
+    @Test func aStaleAnswerChangesNothing() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        h.failForRetry(task, delay: 0)
+        let actions = h.run {
+            $0.attemptEnded(
+                task, attempt: 1, outcome: .failure(transportFailure), source: .network, retryDelay: nil, into: &$1)
+        }
+        #expect(Array(actions) == [])
+        #expect(task.phase == .running)
+    }
+}
