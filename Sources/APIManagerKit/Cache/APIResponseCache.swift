@@ -12,8 +12,8 @@ import FoundationNetworking
 /// Writes go to both tiers. Every read compares the stored key with the wanted one, so a hash
 /// collision is a miss, never a wrong answer.
 public final class APIResponseCache: @unchecked Sendable {
-    // @unchecked: `memory`, `disk`, `pendingWrites` and `handler` are only touched while holding
-    // `lock`; file I/O happens outside it, and files are replaced atomically.
+    // @unchecked: what changes is in `state`, behind its lock; file I/O happens outside it, and
+    // files are replaced atomically.
 
     /// Settings of the disk tier.
     public struct DiskOptions: Sendable {
@@ -67,14 +67,19 @@ public final class APIResponseCache: @unchecked Sendable {
     /// The clock that dates entries and judges their age.
     public let clock: any APIClock
     let hasher: APICacheHasher
-    private let lock = Lock()
-    private var memory: MemoryCacheTier
-    private var disk: DiskCacheTier?
-    private var handler: (@Sendable (APICacheEvent) -> Void)?
-    /// Entries whose file a write-behind store has scheduled and not yet written, by slot: a read
-    /// finds them here, so it never misses a store it came after.
-    private var pendingWrites: [String: (entry: APICacheEntry, write: UInt64)] = [:]
-    private var lastWrite: UInt64 = 0
+    private let state: LockedState<State>
+
+    /// Everything that changes, behind one lock; no file is read or written, and no handler
+    /// called, while it is held.
+    private struct State {
+        var memory: MemoryCacheTier
+        var disk: DiskCacheTier?
+        var handler: (@Sendable (APICacheEvent) -> Void)?
+        /// Entries whose file a write-behind store has scheduled and not yet written, by slot: a
+        /// read finds them here, so it never misses a store it came after.
+        var pendingWrites: [String: (entry: APICacheEntry, write: UInt64)] = [:]
+        var lastWrite: UInt64 = 0
+    }
     /// Where write-behind stores write their files, one at a time and in order.
     private let ioQueue = DispatchQueue(label: "APIManagerKit.APIResponseCache.io")
 
@@ -90,15 +95,26 @@ public final class APIResponseCache: @unchecked Sendable {
     ) {
         self.clock = clock
         self.hasher = hasher
-        self.memory = MemoryCacheTier(budget: memoryBudget)
-        self.handler = eventHandler
-        guard let disk else { return }
+        var memory = MemoryCacheTier(budget: memoryBudget)
+        let tier = disk.flatMap {
+            Self.openDisk($0, clock: clock, hasher: hasher, memory: &memory, events: eventHandler)
+        }
+        self.state = LockedState(State(memory: memory, disk: tier, handler: eventHandler))
+        if tier != nil { evictFromDisk() }
+    }
+
+    /// Opens the disk tier: removes leftovers and expired files, indexes the rest and, if asked,
+    /// warms the memory tier from the newest. `nil` when the directory cannot be used.
+    private static func openDisk(
+        _ disk: DiskOptions, clock: any APIClock, hasher: APICacheHasher, memory: inout MemoryCacheTier,
+        events: (@Sendable (APICacheEvent) -> Void)?
+    ) -> DiskCacheTier? {
         let directory = disk.directory ?? DiskOptions.defaultDirectory
         do {
             try DiskCacheTier.prepare(directory)
         } catch {
-            eventHandler?(.diskUnavailable(reason: error.description))
-            return
+            events?(.diskUnavailable(reason: error.description))
+            return nil
         }
         // Writes killed between their temporary file and its rename left files no index knows.
         OwnerOnlyFile.removeLeftovers(in: directory)
@@ -114,18 +130,19 @@ public final class APIResponseCache: @unchecked Sendable {
                 tier.recordUse(ofSlot: file.slot, size: file.size, at: file.modified)
             }
         }
-        self.disk = tier
         for slot in expired {
             try? FileManager.default.removeItem(at: tier.fileURL(forSlot: slot))
         }
         if disk.warmsMemory {
-            warmMemory(from: live, tier: tier)
+            warmMemory(&memory, from: live, tier: tier, hasher: hasher)
         }
-        evictFromDisk()
+        return tier
     }
 
     /// Loads files, newest first, into memory until its budget is reached.
-    private func warmMemory(from slots: [String], tier: DiskCacheTier) {
+    private static func warmMemory(
+        _ memory: inout MemoryCacheTier, from slots: [String], tier: DiskCacheTier, hasher: APICacheHasher
+    ) {
         var loaded = 0
         for slot in slots {
             guard loaded < memory.budget else { break }
@@ -141,20 +158,20 @@ public final class APIResponseCache: @unchecked Sendable {
 
     /// Receives every ``APICacheEvent``, on the thread that caused it, without any lock held.
     public var eventHandler: (@Sendable (APICacheEvent) -> Void)? {
-        get { lock.withLock { handler } }
-        set { lock.withLock { handler = newValue } }
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
     }
 
     /// Whether the disk tier is working (it turns off after a failed write).
-    public var hasDiskTier: Bool { lock.withLock { disk != nil } }
+    public var hasDiskTier: Bool { state.withLock { $0.disk != nil } }
     /// The directory of the disk tier, if it is working.
-    public var diskDirectory: URL? { lock.withLock { disk?.directory } }
+    public var diskDirectory: URL? { state.withLock { $0.disk?.directory } }
     /// Bytes held in memory.
-    public var memoryUsage: Int { lock.withLock { memory.usage } }
+    public var memoryUsage: Int { state.withLock { $0.memory.usage } }
     /// Entries held in memory.
-    public var memoryCount: Int { lock.withLock { memory.count } }
+    public var memoryCount: Int { state.withLock { $0.memory.count } }
     /// Bytes of the files the disk tier knows of.
-    public var diskUsage: Int { lock.withLock { disk?.usage ?? 0 } }
+    public var diskUsage: Int { state.withLock { $0.disk?.usage ?? 0 } }
 
     // MARK: Reading
 
@@ -164,8 +181,8 @@ public final class APIResponseCache: @unchecked Sendable {
         let slot = hasher.slot(for: key)
         var events: [APICacheEvent] = []
         defer { emit(events) }
-        let (found, diskURL): (APICacheEntry?, URL?) = lock.withLock {
-            (memory.entry(inSlot: slot) ?? pendingWrites[slot]?.entry, disk?.fileURL(forSlot: slot))
+        let (found, diskURL): (APICacheEntry?, URL?) = state.withLock {
+            ($0.memory.entry(inSlot: slot) ?? $0.pendingWrites[slot]?.entry, $0.disk?.fileURL(forSlot: slot))
         }
         if let found {
             guard found.key == key else {
@@ -189,7 +206,7 @@ public final class APIResponseCache: @unchecked Sendable {
             return nil
         }
         guard let stored else {
-            lock.withLock { disk?.forget(slot: slot) }
+            state.withLock { $0.disk?.forget(slot: slot) }
             events.append(.miss(key))
             return nil
         }
@@ -198,11 +215,11 @@ public final class APIResponseCache: @unchecked Sendable {
             return nil
         }
         let now = clock.date
-        let expired: Bool = lock.withLock {
-            guard let tier = disk else { return false }
+        let expired: Bool = state.withLock { state in
+            guard let tier = state.disk else { return false }
             if now.timeIntervalSince(stored.storedAt) > tier.maxAge { return true }
-            disk?.recordUse(ofSlot: slot, size: tier.index[slot]?.size ?? 0, at: now)
-            events += memory.store(stored, inSlot: slot).map { .evicted($0.key) }
+            state.disk?.recordUse(ofSlot: slot, size: tier.index[slot]?.size ?? 0, at: now)
+            events += state.memory.store(stored, inSlot: slot).map { .evicted($0.key) }
             return false
         }
         if expired {
@@ -232,12 +249,12 @@ public final class APIResponseCache: @unchecked Sendable {
     func store(_ entry: APICacheEntry, writingBehind: Bool) {
         let slot = hasher.slot(for: entry.key)
         var events: [APICacheEvent] = []
-        let (diskURL, write): (URL?, UInt64) = lock.withLock {
-            events += memory.store(entry, inSlot: slot).map { .evicted($0.key) }
-            let url = disk?.fileURL(forSlot: slot)
-            lastWrite += 1
-            if writingBehind, url != nil { pendingWrites[slot] = (entry, lastWrite) }
-            return (url, lastWrite)
+        let (diskURL, write): (URL?, UInt64) = state.withLock { state in
+            events += state.memory.store(entry, inSlot: slot).map { .evicted($0.key) }
+            let url = state.disk?.fileURL(forSlot: slot)
+            state.lastWrite += 1
+            if writingBehind, url != nil { state.pendingWrites[slot] = (entry, state.lastWrite) }
+            return (url, state.lastWrite)
         }
         events.append(.stored(entry.key, bytes: entry.response.body.count))
         emit(events)
@@ -254,16 +271,16 @@ public final class APIResponseCache: @unchecked Sendable {
         defer { emit(events) }
         defer {
             // Only this write's own pending entry: a later store of the slot stays pending.
-            lock.withLock { if pendingWrites[slot]?.write == write { pendingWrites[slot] = nil } }
+            state.withLock { if $0.pendingWrites[slot]?.write == write { $0.pendingWrites[slot] = nil } }
         }
         do {
             let size = try DiskCacheTier.write(entry, to: diskURL)
-            lock.withLock { disk?.recordUse(ofSlot: slot, size: size, at: entry.storedAt) }
+            state.withLock { $0.disk?.recordUse(ofSlot: slot, size: size, at: entry.storedAt) }
             evictFromDisk()
         } catch {
-            let wasOn: Bool = lock.withLock {
-                defer { disk = nil }
-                return disk != nil
+            let wasOn: Bool = state.withLock { state in
+                defer { state.disk = nil }
+                return state.disk != nil
             }
             if wasOn { events.append(.diskUnavailable(reason: "\(error)")) }
         }
@@ -291,10 +308,10 @@ public final class APIResponseCache: @unchecked Sendable {
     /// Removes the entry for `key` from both tiers.
     public func remove(for key: APICacheKey) {
         let slot = hasher.slot(for: key)
-        let url: URL? = lock.withLock {
-            memory.removeEntry(inSlot: slot)
-            pendingWrites[slot] = nil
-            return disk?.fileURL(forSlot: slot)
+        let url: URL? = state.withLock { state in
+            state.memory.removeEntry(inSlot: slot)
+            state.pendingWrites[slot] = nil
+            return state.disk?.fileURL(forSlot: slot)
         }
         // After any write of this file still queued, so the removal is the last word.
         if let url { ioQueue.sync { removeFile(url, slot: slot) } }
@@ -308,11 +325,11 @@ public final class APIResponseCache: @unchecked Sendable {
     /// Empties both tiers: every cache file in the directory (another instance's too) and the
     /// temporary files of writes a killed process left.
     public func removeAll() {
-        let directory: URL? = lock.withLock {
-            memory.removeAll()
-            disk?.forgetAll()
-            pendingWrites.removeAll()
-            return disk?.directory
+        let directory: URL? = state.withLock { state in
+            state.memory.removeAll()
+            state.disk?.forgetAll()
+            state.pendingWrites.removeAll()
+            return state.disk?.directory
         }
         guard let directory else { return }
         ioQueue.sync {
@@ -327,13 +344,13 @@ public final class APIResponseCache: @unchecked Sendable {
     // MARK: Helpers
 
     private func removeFile(_ url: URL, slot: String) {
-        lock.withLock { disk?.forget(slot: slot) }
+        state.withLock { $0.disk?.forget(slot: slot) }
         try? FileManager.default.removeItem(at: url)
     }
 
     private func evictFromDisk() {
-        let (victims, directory): ([String], URL?) = lock.withLock {
-            (disk?.slotsToEvict() ?? [], disk?.directory)
+        let (victims, directory): ([String], URL?) = state.withLock {
+            ($0.disk?.slotsToEvict() ?? [], $0.disk?.directory)
         }
         guard let directory, !victims.isEmpty else { return }
         for slot in victims {
@@ -349,7 +366,7 @@ public final class APIResponseCache: @unchecked Sendable {
     }
 
     private func emit(_ events: [APICacheEvent]) {
-        guard !events.isEmpty, let handler = lock.withLock({ handler }) else { return }
+        guard !events.isEmpty, let handler = state.withLock({ $0.handler }) else { return }
         for event in events { handler(event) }
     }
 }

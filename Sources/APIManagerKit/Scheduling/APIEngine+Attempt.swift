@@ -161,6 +161,6 @@ extension APIEngine {
     }
 
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
-        lock.withLock { machine.isCurrent(task, attempt: attempt) }
+        state.withLock { $0.machine.isCurrent(task, attempt: attempt) }
     }
 }

@@ -74,7 +74,7 @@ extension APIEngine {
     /// The outbox's buffers are reused (see ``EventOutbox``).
     private func deliverEvents() {
         var batch: EventOutbox.Batch = []
-        while lock.withLock({ machine.takeEvents(into: &batch) }) {
+        while state.withLock({ $0.machine.takeEvents(into: &batch) }) {
             for (task, event) in batch {
                 task.deliver(event)
             }

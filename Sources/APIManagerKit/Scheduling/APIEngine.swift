@@ -18,8 +18,8 @@ import FoundationNetworking
 /// and timers are cancelled and async callers resume, but no delegate event is sent, as there is no
 /// manager left to send it.
 public final class APIEngine: @unchecked Sendable {
-    // @unchecked: every `var` below (the scheduling machine included) is read and written only while
-    // holding `lock`. The `let`s are Sendable or never mutated.
+    // @unchecked: what changes is in `state`, behind its lock (which the engine's tasks share for
+    // their records). The `let`s are Sendable or never mutated.
 
     /// The transport attempts are sent with.
     public let transport: any APITransport
@@ -54,15 +54,21 @@ public final class APIEngine: @unchecked Sendable {
         return true
     }
 
-    let lock = Lock()
+    /// Everything that changes, behind one lock; no user code (transport, clock, hook, delegate) is
+    /// called while it is held.
+    let state: LockedState<State>
+    /// The lock of ``state``, which the engine's tasks share for their records.
+    var lock: Lock { state.lock }
 
-    private var delivery: APIDelivery
-    private var monitor: (@Sendable (APIEvent) -> Void)?
-    private var extraSecretNames: Set<String> = []
-    /// Each manager's delegate, by manager (usually one): weak both ways.
-    private var delegateSlots: [DelegateSlot] = []
-    /// The scheduling rules and their state (see ``SchedulingMachine``).
-    @exclusivity(unchecked) var machine = SchedulingMachine()
+    struct State {
+        /// The scheduling rules and their state (see ``SchedulingMachine``).
+        var machine = SchedulingMachine()
+        var delivery: APIDelivery
+        var monitor: (@Sendable (APIEvent) -> Void)?
+        var secretNames: Set<String> = []
+        /// Each manager's delegate, by manager (usually one): weak both ways.
+        var delegateSlots: [DelegateSlot] = []
+    }
 
     /// - Parameters:
     ///   - transport: ``URLSessionTransport/shared`` unless given.
@@ -102,14 +108,14 @@ public final class APIEngine: @unchecked Sendable {
         self.clock = clock
         self.randomSource = randomSource
         self.execution = execution
-        self.delivery = delivery
+        self.state = LockedState(State(delivery: delivery))
         self.cache = cache
         self.persistedHeaders = persistedHeaders
     }
 
     deinit {
         var actions = SchedulingMachine.Actions()
-        lock.withLock { machine.release(into: &actions) }
+        state.withLock { $0.machine.release(into: &actions) }
         // No delivery and no new starts: only cancellations and async callers.
         actions.performCancellationsAndObservations()
     }
@@ -118,16 +124,16 @@ public final class APIEngine: @unchecked Sendable {
 
     /// Where events are delivered; settable at any time, affecting events produced afterwards.
     public var eventDelivery: APIDelivery {
-        get { lock.withLock { delivery } }
-        set { lock.withLock { delivery = newValue } }
+        get { state.withLock { $0.delivery } }
+        set { state.withLock { $0.delivery = newValue } }
     }
 
     /// Told about every network attempt as it starts and ends, with timings (see ``APIEvent``);
     /// `nil` unless set. Called on the thread that starts or completes the attempt, without any lock
     /// held: keep it fast, and do not block in it.
     public var eventMonitor: (@Sendable (APIEvent) -> Void)? {
-        get { lock.withLock { monitor } }
-        set { lock.withLock { monitor = newValue } }
+        get { state.withLock { $0.monitor } }
+        set { state.withLock { $0.monitor = newValue } }
     }
 
     /// Names of headers, query items and body fields that hold secrets beyond the standard rule of
@@ -136,8 +142,8 @@ public final class APIEngine: @unchecked Sendable {
     /// headers are dropped on a redirect or a followed link to another origin, and a request
     /// carrying one is cached in its own partition, like a credential.
     public var secretNames: Set<String> {
-        get { lock.withLock { extraSecretNames } }
-        set { lock.withLock { extraSecretNames = newValue } }
+        get { state.withLock { $0.secretNames } }
+        set { state.withLock { $0.secretNames = newValue } }
     }
 
     /// Whether `attempt` is still the task's current one, with the event monitor and the secret
@@ -145,11 +151,11 @@ public final class APIEngine: @unchecked Sendable {
     func settingsIfCurrent(
         _ task: AnyAPITask, attempt: Int
     ) -> (current: Bool, monitor: (@Sendable (APIEvent) -> Void)?, secretNames: Set<String>) {
-        lock.withLock { (machine.isCurrent(task, attempt: attempt), monitor, extraSecretNames) }
+        state.withLock { ($0.machine.isCurrent(task, attempt: attempt), $0.monitor, $0.secretNames) }
     }
 
     /// A manager and its delegate, both held weakly.
-    private struct DelegateSlot {
+    struct DelegateSlot {
         weak var manager: AnyObject?
         weak var delegate: AnyObject?
     }
@@ -157,19 +163,19 @@ public final class APIEngine: @unchecked Sendable {
     /// The delegate of `manager` (set through ``APIManager/delegate``); each manager sharing this
     /// engine has its own.
     func delegate(of manager: AnyObject) -> AnyObject? {
-        lock.withLock { delegateSlots.first { $0.manager === manager }?.delegate }
+        state.withLock { $0.delegateSlots.first { $0.manager === manager }?.delegate }
     }
 
     func setDelegate(_ delegate: AnyObject?, of manager: AnyObject) {
-        lock.withLock {
-            delegateSlots.removeAll { $0.manager == nil || $0.manager === manager }
-            if let delegate { delegateSlots.append(DelegateSlot(manager: manager, delegate: delegate)) }
+        state.withLock { state in
+            state.delegateSlots.removeAll { $0.manager == nil || $0.manager === manager }
+            if let delegate { state.delegateSlots.append(DelegateSlot(manager: manager, delegate: delegate)) }
         }
     }
 
     /// The number of tasks in flight: waiting, running or waiting for a retry.
     public var inFlightCount: Int {
-        lock.withLock { machine.inFlightCount }
+        state.withLock { $0.machine.inFlightCount }
     }
 
     // MARK: Events
@@ -182,9 +188,9 @@ public final class APIEngine: @unchecked Sendable {
         _ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void
     ) -> SchedulingMachine.Actions {
         var actions = SchedulingMachine.Actions()
-        let delivery = lock.withLock { () -> APIDelivery? in
-            event(&machine, &actions)
-            return actions.deliverEvents ? self.delivery : nil
+        let delivery = state.withLock { state -> APIDelivery? in
+            event(&state.machine, &actions)
+            return actions.deliverEvents ? state.delivery : nil
         }
         perform(actions, delivery: delivery)
         return actions
@@ -204,7 +210,7 @@ public final class APIEngine: @unchecked Sendable {
     /// Cancels every in-flight task for which `shouldCancel` returns `true`. The predicate runs
     /// without the lock, on this thread.
     func cancelTasks(reason: APIError.CancellationReason, where shouldCancel: (AnyAPITask) throws -> Bool) rethrows {
-        let candidates = lock.withLock { machine.inFlightTasks }
+        let candidates = state.withLock { $0.machine.inFlightTasks }
         let chosen = try candidates.filter(shouldCancel)
         guard !chosen.isEmpty else { return }
         transition { machine, actions in machine.cancel(tasks: chosen, reason: reason, into: &actions) }
@@ -212,7 +218,7 @@ public final class APIEngine: @unchecked Sendable {
 
     /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
     func inFlightTasks() -> [AnyAPITask] {
-        lock.withLock { machine.inFlightTasks }
+        state.withLock { $0.machine.inFlightTasks }
     }
 
     /// Cancelled, ignored, timed-out, decoding, too-large and authentication failures never retry,

@@ -106,16 +106,15 @@ public final class URLSessionTransport: APITransport {
             completion(.failure(URLError(.unsupportedURL)))
             return NothingToCancel()
         }
-        let record = TaskRecord(
-            delegate: delegate, requestURL: request.url, options: options, timeout: request.timeoutInterval,
-            completion: completion)
-        // The delegate holds the record until the task completes, and the record holds the task
-        // until then too; `finish` breaks both links.
         let task = session.dataTask(with: request)
-        record.task = task
-        delegate.register(record, for: task)
+        // The delegate keeps what the request needs until the task completes; `finish` lets it go.
+        delegate.register(
+            Transfer(
+                requestURL: request.url, options: options, timeout: request.timeoutInterval, task: task,
+                completion: completion),
+            for: task)
         task.resume()
-        return record
+        return TransferHandle(delegate: delegate, taskIdentifier: task.taskIdentifier)
     }
 
     /// The number of requests the transport still holds (for tests and leak checks): 0 once every
@@ -142,18 +141,27 @@ struct Origin: Equatable {
     }
 }
 
-/// What the transport keeps for one request while it runs; also the handle that cancels it.
-final class TaskRecord: APICancellable, @unchecked Sendable {
-    // @unchecked: the `var`s are read and written only while holding the delegate's lock (`task` is
-    // set once, before the record is registered); the `let`s never change.
+/// The handle that cancels one request of the transport.
+struct TransferHandle: APICancellable {
     let delegate: SessionDelegate
+    let taskIdentifier: Int
+
+    /// Cancels the `URLSessionTask` if it is still running; once it has ended, does nothing (the
+    /// delegate no longer holds it).
+    func cancel() {
+        delegate.cancel(taskIdentifier)
+    }
+}
+
+/// What the transport keeps for one request while it runs.
+struct Transfer {
     let requestURL: URL?
     let options: APITransportOptions
     let maxBodySize: Int?
     /// When the attempt times out, in uptime nanoseconds; `nil` for no limit.
     let deadline: UInt64?
-    var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
-    var task: URLSessionTask?
+    let task: URLSessionTask
+    let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
     /// The body received so far.
     var body = Data()
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
@@ -165,42 +173,41 @@ final class TaskRecord: APICancellable, @unchecked Sendable {
     var redirectRefused = false
 
     init(
-        delegate: SessionDelegate, requestURL: URL?, options: APITransportOptions, timeout: TimeInterval,
+        requestURL: URL?, options: APITransportOptions, timeout: TimeInterval, task: URLSessionTask,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) {
-        self.delegate = delegate
         self.requestURL = requestURL
         self.options = options
         self.maxBodySize = options.maxResponseBodySize.map { max(0, $0) }
+        self.task = task
         self.completion = completion
         self.deadline =
             timeout > 0 && timeout < 1e9 ? DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9) : nil
     }
-
-    /// Cancels the `URLSessionTask` if it is still running; once it has ended, does nothing (the
-    /// record no longer holds it).
-    func cancel() {
-        delegate.cancel(self)
-    }
 }
 
 final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked: `records` and `ticker` are read and written only while holding `lock`.
-    private let lock = Lock()
-    private var records: [Int: TaskRecord] = [:]
-    private var ticker: (any DispatchSourceTimer)?
+    // @unchecked: what changes is in `state`, behind its lock; a `URLSessionTask` is thread-safe.
+    private let state = LockedState(State())
+
+    /// Everything that changes, behind one lock; no completion is called while it is held.
+    private struct State {
+        /// The requests in flight, by task identifier.
+        var transfers: [Int: Transfer] = [:]
+        var ticker: (any DispatchSourceTimer)?
+    }
 
     /// How often deadlines are checked while requests are in flight.
     static let tick: DispatchTimeInterval = .milliseconds(50)
 
-    var count: Int { lock.withLock { records.count } }
+    var count: Int { state.withLock { $0.transfers.count } }
 
-    func register(_ record: TaskRecord, for task: URLSessionTask) {
-        let newTicker: (any DispatchSourceTimer)? = lock.withLock {
-            records[task.taskIdentifier] = record
-            guard record.deadline != nil, ticker == nil else { return nil }
+    func register(_ transfer: Transfer, for task: URLSessionTask) {
+        let newTicker: (any DispatchSourceTimer)? = state.withLock { state in
+            state.transfers[task.taskIdentifier] = transfer
+            guard transfer.deadline != nil, state.ticker == nil else { return nil }
             let timer = DispatchSource.makeTimerSource(queue: .global())
-            ticker = timer
+            state.ticker = timer
             timer.setEventHandler { [weak self] in self?.checkDeadlines() }
             timer.schedule(deadline: .now() + Self.tick, repeating: Self.tick)
             return timer
@@ -208,30 +215,26 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         newTicker?.resume()
     }
 
-    private func record(for task: URLSessionTask) -> TaskRecord? {
-        lock.withLock { records[task.taskIdentifier] }
-    }
-
     /// Cancels, as timed out, every request past its deadline; stops ticking when none is left.
     private func checkDeadlines() {
         let now = DispatchTime.now().uptimeNanoseconds
-        var expired: [URLSessionTask] = []
-        var finishedTicker: (any DispatchSourceTimer)?
-        lock.withLock {
+        let (expired, finishedTicker) = state.withLock { state -> ([URLSessionTask], (any DispatchSourceTimer)?) in
+            var expired: [URLSessionTask] = []
             var anyDeadline = false
-            for record in records.values {
-                guard let deadline = record.deadline, !record.timedOut else { continue }
+            for index in state.transfers.indices {
+                guard let deadline = state.transfers.values[index].deadline,
+                    !state.transfers.values[index].timedOut
+                else { continue }
                 if deadline <= now {
-                    record.timedOut = true
-                    if let task = record.task { expired.append(task) }
+                    state.transfers.values[index].timedOut = true
+                    expired.append(state.transfers.values[index].task)
                 } else {
                     anyDeadline = true
                 }
             }
-            if !anyDeadline {
-                finishedTicker = ticker
-                ticker = nil
-            }
+            guard !anyDeadline else { return (expired, nil) }
+            defer { state.ticker = nil }
+            return (expired, state.ticker)
         }
         finishedTicker?.cancel()
         for task in expired { task.cancel() }
@@ -241,22 +244,27 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
     ) {
-        guard let record = record(for: task) else {
+        let sendable = APIHTTPRules.isSendable(request.url)
+        let found = state.withLock { state -> (requestURL: URL?, options: APITransportOptions)? in
+            guard let transfer = state.transfers[task.taskIdentifier] else { return nil }
+            if !sendable { state.transfers[task.taskIdentifier]?.redirectRefused = true }
+            return (transfer.requestURL, transfer.options)
+        }
+        guard let found else {
             completionHandler(request)
             return
         }
-        guard APIHTTPRules.isSendable(request.url) else {
-            lock.withLock { record.redirectRefused = true }
+        guard sendable else {
             completionHandler(nil)
             return
         }
         // Each hop is judged against the one before it (the request URL of this hop).
-        let from = task.currentRequest?.url ?? record.requestURL
+        let from = task.currentRequest?.url ?? found.requestURL
         let redirectResponse = APIRawResponse(
             statusCode: response.statusCode, headerSource: ResponseHeaders(response: response), body: Data(),
             url: response.url ?? from)
         completionHandler(
-            record.options.redirectRequest(request, from: record.requestURL, redirectResponse: redirectResponse))
+            found.options.redirectRequest(request, from: found.requestURL, redirectResponse: redirectResponse))
     }
 
     func urlSession(
@@ -270,13 +278,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let declared = bodiless ? 0 : response.expectedContentLength
         let codings = APIHTTPRules.contentCodings(
             (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
-        let tooLarge: URLSessionTask? = lock.withLock {
-            guard let record = records[dataTask.taskIdentifier] else { return nil }
-            if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: record.maxBodySize) {
-                record.bodyTooLarge = true
-                return record.task
+        let tooLarge: URLSessionTask? = state.withLock { state in
+            let identifier = dataTask.taskIdentifier
+            guard let limit = state.transfers[identifier].map(\.maxBodySize) else { return nil }
+            if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
+                state.transfers[identifier]?.bodyTooLarge = true
+                return dataTask
             }
-            if declared > 0 { record.body.reserveCapacity(Int(min(declared, Int64(record.maxBodySize ?? 16 << 20)))) }
+            if declared > 0 {
+                state.transfers[identifier]?.body.reserveCapacity(Int(min(declared, Int64(limit ?? 16 << 20))))
+            }
             return nil
         }
         if let tooLarge {
@@ -289,22 +300,22 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let tooLarge: URLSessionTask? = lock.withLock {
-            guard let record = records[dataTask.taskIdentifier], !record.bodyTooLarge else { return nil }
-            if let limit = record.maxBodySize, record.body.count + data.count > limit {
-                record.bodyTooLarge = true
-                record.body = Data()
-                return record.task
+        let tooLarge: URLSessionTask? = state.withLock { state in
+            let identifier = dataTask.taskIdentifier
+            guard let transfer = state.transfers[identifier], !transfer.bodyTooLarge else { return nil }
+            if let limit = transfer.maxBodySize, transfer.body.count + data.count > limit {
+                state.transfers[identifier]?.bodyTooLarge = true
+                state.transfers[identifier]?.body = Data()
+                return dataTask
             }
-            record.body.append(data)
+            state.transfers[identifier]?.body.append(data)
             return nil
         }
         tooLarge?.cancel()
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let record = record(for: task) else { return }
-        finish(record, response: task.response, error: error)
+        finish(task.taskIdentifier, response: task.response, error: error)
     }
 
     /// On Linux, `.performDefaultHandling` leaves the task waiting forever and `.useCredential`
@@ -315,36 +326,29 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         #if canImport(FoundationNetworking)
-        lock.withLock { records[task.taskIdentifier]?.rejectedChallenge = true }
+        state.withLock { $0.transfers[task.taskIdentifier]?.rejectedChallenge = true }
         completionHandler(.rejectProtectionSpace, nil)
         #else
         completionHandler(.performDefaultHandling, nil)
         #endif
     }
 
-    func cancel(_ record: TaskRecord) {
-        lock.withLock { record.task }?.cancel()
+    func cancel(_ taskIdentifier: Int) {
+        state.withLock { $0.transfers[taskIdentifier]?.task }?.cancel()
     }
 
-    func finish(_ record: TaskRecord, response: URLResponse?, error: (any Error)?) {
-        let (completion, body, timedOut, bodyTooLarge, rejectedChallenge, redirectRefused) = lock.withLock {
-            if let task = record.task, records[task.taskIdentifier] === record { records[task.taskIdentifier] = nil }
-            let completion = record.completion
-            let body = record.body
-            record.task = nil
-            record.completion = nil
-            record.body = Data()
-            return (
-                completion, body, record.timedOut, record.bodyTooLarge, record.rejectedChallenge,
-                record.redirectRefused
-            )
-        }
-        guard let completion else { return }
-        if redirectRefused {
+    /// Ends the request: its completion is called once, with what the delegate gathered.
+    func finish(_ taskIdentifier: Int, response: URLResponse?, error: (any Error)?) {
+        guard let transfer = state.withLock({ $0.transfers.removeValue(forKey: taskIdentifier) }) else { return }
+        let completion = transfer.completion
+        let body = transfer.body
+        let (timedOut, bodyTooLarge) = (transfer.timedOut, transfer.bodyTooLarge)
+        let rejectedChallenge = transfer.rejectedChallenge
+        if transfer.redirectRefused {
             completion(.failure(URLError(.unsupportedURL)))
             return
         }
-        if bodyTooLarge, let limit = record.maxBodySize {
+        if bodyTooLarge, let limit = transfer.maxBodySize {
             completion(.failure(APIError.responseTooLarge(limit: limit)))
             return
         }
