@@ -123,7 +123,10 @@ struct HostileInputIntegrationTests {
         if TransportUnderTest.refusesDesynchronizedConnections {
             #expect(answers == expected)
         } else {
-            withKnownIssue("libcurl reuses the connection and reads the extra bytes as the next answer") {
+            // Intermittent: libcurl reuses the connection only when the extra bytes came in time.
+            withKnownIssue(
+                "libcurl reuses the connection and reads the extra bytes as the next answer", isIntermittent: true
+            ) {
                 #expect(answers == expected)
             }
         }

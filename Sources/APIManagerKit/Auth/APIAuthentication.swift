@@ -92,50 +92,9 @@ public final class APIAuthentication: Sendable {
     /// The clock that times ``refreshLimit`` and ``refreshTimeout``.
     public let clock: any APIClock
 
-    private let state: LockedState<State>
-
-    /// Everything that changes, behind one lock; no user code (authenticator, store, clock) is
-    /// called while it is held.
-    private struct State {
-        var current: APICredential?
-        /// Increases each time the credential is replaced (refresh, sign-in, sign-out) and when a
-        /// refresh fails.
-        var generation: UInt64 = 0
-        var refresh: RunningRefresh?
-        var nextRefreshIdentifier: UInt64 = 0
-        var waiters: [UInt64: @Sendable (Result<Grant, APIError>) -> Void] = [:]
-        var nextWaiter: UInt64 = 0
-        var refreshStarts: [TimeInterval] = []
-        /// The last refresh's failure and the generation the requests it was for were sent with; a
-        /// refusal of such a request arriving late fails with it. `nil` once anything replaced it.
-        var lastFailure: (generation: UInt64, error: APIError)?
-        var refreshes = 0
-        /// The newest change not yet written to the store (`.some(nil)`: signed out).
-        var pendingWrite: APICredential??
-        /// Whether a thread is writing to the store now.
-        var writing = false
-
-        /// Takes the waiters, in the order they came.
-        mutating func takeWaiters() -> [@Sendable (Result<Grant, APIError>) -> Void] {
-            let taken = waiters.sorted { $0.key < $1.key }.map(\.value)
-            waiters = [:]
-            return taken
-        }
-    }
-
-    /// The refresh that runs: its work and its timer, to cancel when it is overruled or timed out.
-    private struct RunningRefresh {
-        let identifier: UInt64
-        /// The generation of the credential it renews.
-        let startedAt: UInt64
-        var work: (any APICancellable)?
-        var timer: (any APICancellable)?
-
-        func cancel() {
-            work?.cancel()
-            timer?.cancel()
-        }
-    }
+    /// The credential, its refresh and the store's writes (see ``RefreshMachine``), behind one lock;
+    /// no user code (authenticator, store, clock) is called while it is held.
+    private let state: LockedState<RefreshMachine>
 
     /// - Parameters:
     ///   - authenticator: how the credential is applied, refused and renewed.
@@ -159,18 +118,21 @@ public final class APIAuthentication: Sendable {
         self.refreshLimit = refreshLimit
         self.refreshTimeout = refreshTimeout.isNaN ? 30 : max(0, refreshTimeout)
         self.clock = clock
-        self.state = LockedState(State(current: APICredential(storedForm: store.headers(forOrigin: storageKey))))
+        self.state = LockedState(
+            RefreshMachine(credential: APICredential(storedForm: store.headers(forOrigin: storageKey))))
     }
 
     deinit {
-        state.withLock { $0.refresh }?.cancel()
+        var actions: [RefreshMachine.Action] = []
+        state.withLock { $0.release(into: &actions) }
+        perform(actions)
     }
 
     /// The credential requests carry now; `nil` when signed out.
-    public var credential: APICredential? { state.withLock { $0.current } }
+    public var credential: APICredential? { state.withLock { $0.credential } }
 
     /// Whether a refresh is running.
-    public var isRefreshing: Bool { state.withLock { $0.refresh != nil } }
+    public var isRefreshing: Bool { state.withLock { $0.isRefreshing } }
 
     /// How many refreshes have started since this authentication was made.
     public var refreshCount: Int { state.withLock { $0.refreshes } }
@@ -189,36 +151,36 @@ public final class APIAuthentication: Sendable {
     }
 
     private func replace(with credential: APICredential?) {
-        let (overruled, waiters, grant) = state.withLock { state in
-            state.current = credential
-            state.generation &+= 1
-            state.lastFailure = nil
-            state.pendingWrite = .some(credential)
-            let overruled = state.refresh
-            state.refresh = nil
-            return (overruled, state.takeWaiters(), Grant(credential: credential, generation: state.generation))
+        var actions: [RefreshMachine.Action] = []
+        state.withLock { $0.replace(with: credential, into: &actions) }
+        perform(actions)
+    }
+
+    /// Performs what the machine decided, in order, without the lock. `work` runs a refresh the
+    /// actions start.
+    private func perform(_ actions: [RefreshMachine.Action], work: AsyncWork? = nil) {
+        for action in actions {
+            switch action {
+            case .cancel(let handle): handle.cancel()
+            case .write: writeToStore()
+            case .resume(let waiters, let result): for resume in waiters { resume(result) }
+            case .runRefresh(let credential, let identifier):
+                if let work { run(refreshOf: credential, identifier: identifier, work: work) }
+            }
         }
-        overruled?.cancel()
-        writeToStore()
-        for resume in waiters { resume(.success(grant)) }
     }
 
     /// Writes the newest change to the store, unless another thread is writing: that thread writes
     /// it when its own write returns. So writes follow the order of the changes, the last one wins,
     /// and no lock is held while the store runs.
     private func writeToStore() {
-        while let change = state.withLock({ state -> APICredential?? in
-            guard !state.writing, let change = state.pendingWrite else { return nil }
-            state.pendingWrite = nil
-            state.writing = true
-            return change
-        }) {
+        while let change = state.withLock({ $0.takeWrite() }) {
             if let credential = change {
                 store.replaceHeaders(credential.storedForm, forOrigin: storageKey)
             } else {
                 store.removeHeaders(forOrigin: storageKey)
             }
-            state.withLock { $0.writing = false }
+            state.withLock { $0.writeDone() }
         }
     }
 
@@ -239,22 +201,15 @@ public final class APIAuthentication: Sendable {
     /// The credential for an attempt about to be sent: at once, unless a refresh runs, in which
     /// case `resume` is called with its outcome when it ends (on the thread that ends it).
     func access(resume: @escaping @Sendable (Result<Grant, APIError>) -> Void) -> Access {
-        state.withLock { state in
-            if state.refresh != nil { return .waiting(addWaiter(resume, to: &state)) }
-            return .now(.success(Grant(credential: state.current, generation: state.generation)))
+        switch state.withLock({ $0.access(resume: resume) }) {
+        case .now(let result): return .now(result)
+        case .waiting(let key): return .waiting(WaitHandle(authentication: self, key: key))
         }
     }
 
     /// Whether a grant is still the one to send: no refresh runs and nothing replaced it.
     func isCurrent(_ grant: Grant) -> Bool {
-        state.withLock { $0.refresh == nil && grant.generation == $0.generation }
-    }
-
-    /// What to do about a refusal, decided under the lock.
-    private enum RefusalStep {
-        case decided(Access?)
-        /// Ask the authenticator whether the request carried this credential (outside the lock).
-        case askAuthenticator(APICredential, generation: UInt64)
+        state.withLock { $0.isCurrent(grant) }
     }
 
     /// A request carrying a credential (of grant generation `sentWith`) was refused. The outcome
@@ -268,78 +223,41 @@ public final class APIAuthentication: Sendable {
         _ request: URLRequest, sentWith sentGeneration: UInt64, work: AsyncWork,
         resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
     ) -> Access? {
-        let step = state.withLock { state -> RefusalStep in
-            if state.refresh != nil { return .decided(.waiting(addWaiter(resume, to: &state))) }
-            guard let refusedCredential = state.current else { return .decided(nil) }
-            if let failure = state.lastFailure, failure.generation == sentGeneration {
-                return .decided(.now(.failure(failure.error)))
-            }
-            if sentGeneration != state.generation {
-                // Replaced since it was sent: send it again with the current one.
-                return .decided(.now(.success(Grant(credential: state.current, generation: state.generation))))
-            }
-            return .askAuthenticator(refusedCredential, generation: state.generation)
-        }
-        switch step {
+        let machineAccess: RefreshMachine.Access
+        switch state.withLock({ $0.refused(sentWith: sentGeneration, resume: resume) }) {
+        case .ordinary:
+            return nil
         case .decided(let access):
-            return access
+            machineAccess = access
         case .askAuthenticator(let refusedCredential, let seen):
             // Sent with another credential than the current one: send it again with the current one.
             if !authenticator.request(request, wasSentWith: refusedCredential) {
                 return .now(.success(Grant(credential: refusedCredential, generation: seen)))
             }
-            return startRefresh(of: refusedCredential, seen: seen, work: work, resume: resume)
-        }
-    }
-
-    /// What a confirmed refusal led to, decided under the lock.
-    private enum RefreshStart {
-        /// Joined the refresh that runs, replaced meanwhile, or over the limit.
-        case decided(Access)
-        /// A new refresh, to run once the lock is released.
-        case started(identifier: UInt64, wait: any APICancellable)
-    }
-
-    /// Joins the refresh that runs, or starts one (within the limit) for the credential of
-    /// generation `seen`.
-    private func startRefresh(
-        of refusedCredential: APICredential, seen: UInt64, work: AsyncWork,
-        resume: @escaping @Sendable (Result<Grant, APIError>) -> Void
-    ) -> Access {
-        let now = clock.now
-        let start = state.withLock { state -> RefreshStart in
-            if state.refresh != nil { return .decided(.waiting(addWaiter(resume, to: &state))) }
-            if state.generation != seen {
-                return .decided(.now(.success(Grant(credential: state.current, generation: state.generation))))
+            let now = clock.now
+            var actions: [RefreshMachine.Action] = []
+            machineAccess = state.withLock {
+                $0.confirmedRefusal(
+                    of: refusedCredential, seen: seen, now: now, limit: refreshLimit, resume: resume, into: &actions)
             }
-            state.refreshStarts.removeAll { $0 <= now - refreshLimit.window }
-            if state.refreshStarts.count >= refreshLimit.maxRefreshes {
-                let error = RefreshError.tooManyRefreshes(limit: refreshLimit.maxRefreshes, window: refreshLimit.window)
-                return .decided(.now(.failure(.authenticationFailed(underlying: error))))
-            }
-            state.refreshStarts.append(now)
-            state.refreshes += 1
-            state.nextRefreshIdentifier += 1
-            state.refresh = RunningRefresh(identifier: state.nextRefreshIdentifier, startedAt: seen)
-            return .started(identifier: state.nextRefreshIdentifier, wait: addWaiter(resume, to: &state))
+            perform(actions, work: work)
         }
-        switch start {
-        case .decided(let access):
-            return access
-        case .started(let identifier, let wait):
-            run(refreshOf: refusedCredential, identifier: identifier, work: work)
-            return .waiting(wait)
+        switch machineAccess {
+        case .now(let result): return .now(result)
+        case .waiting(let key): return .waiting(WaitHandle(authentication: self, key: key))
         }
     }
 
-    /// Starts the refresh's timer and its Swift task, and keeps both to cancel.
+    /// Starts the refresh's timer and its Swift task, and gives both to the machine to keep.
     private func run(refreshOf credential: APICredential, identifier: UInt64, work: AsyncWork) {
         let timeout = refreshTimeout
         let timer = clock.schedule(after: timeout) { [weak self] in
             self?.finishRefresh(.failure(RefreshError.timedOut(after: timeout)), identifier: identifier)
         }
-        guard keep(timer: timer, identifier: identifier) else {
-            timer.cancel()
+        var actions: [RefreshMachine.Action] = []
+        state.withLock { $0.refreshStarted(identifier, work: nil, timer: timer, into: &actions) }
+        guard actions.isEmpty else {
+            perform(actions)  // it ended already: the timer is cancelled, and nothing is run
             return
         }
         let authenticator = self.authenticator
@@ -352,62 +270,20 @@ public final class APIAuthentication: Sendable {
             }
             self?.finishRefresh(outcome, identifier: identifier)
         }
-        if let task, !keep(work: task, identifier: identifier) { task.cancel() }
-    }
-
-    /// Keeps a handle of the refresh; `false` when it has already ended (cancel the handle).
-    private func keep(timer: (any APICancellable)? = nil, work: (any APICancellable)? = nil, identifier: UInt64)
-        -> Bool
-    {
-        state.withLock { state in
-            guard state.refresh?.identifier == identifier else { return false }
-            if let timer { state.refresh?.timer = timer }
-            if let work { state.refresh?.work = work }
-            return true
-        }
+        state.withLock { $0.refreshStarted(identifier, work: task, timer: nil, into: &actions) }
+        perform(actions)
     }
 
     /// Ends the refresh `identifier` (unless a sign-in, a sign-out or its timer ended it first):
     /// stores what it returned and tells every waiting request.
     private func finishRefresh(_ outcome: Result<APICredential, any Error>, identifier: UInt64) {
-        let ended = state.withLock {
-            state -> (RunningRefresh, [@Sendable (Result<Grant, APIError>) -> Void], Result<Grant, APIError>)? in
-            guard let refresh = state.refresh, refresh.identifier == identifier else { return nil }
-            state.refresh = nil
-            state.generation &+= 1
-            let result: Result<Grant, APIError>
-            switch outcome {
-            case .success(let renewed):
-                state.current = renewed
-                state.lastFailure = nil
-                state.pendingWrite = .some(renewed)
-                result = .success(Grant(credential: renewed, generation: state.generation))
-            case .failure(let error):
-                // Requests sent from now on may try again; those sent before fail with this error.
-                let failure = APIError.authenticationFailed(underlying: error)
-                state.lastFailure = (refresh.startedAt, failure)
-                result = .failure(failure)
-            }
-            return (refresh, state.takeWaiters(), result)
-        }
-        guard let (refresh, waiters, result) = ended else { return }
-        refresh.cancel()  // the timer, or the task that timed out; harmless for what has returned
-        writeToStore()
-        for resume in waiters { resume(result) }
-    }
-
-    /// Called with the lock held.
-    private func addWaiter(
-        _ resume: @escaping @Sendable (Result<Grant, APIError>) -> Void, to state: inout State
-    ) -> any APICancellable {
-        state.nextWaiter += 1
-        let key = state.nextWaiter
-        state.waiters[key] = resume
-        return WaitHandle(authentication: self, key: key)
+        var actions: [RefreshMachine.Action] = []
+        state.withLock { $0.refreshEnded(identifier, outcome: outcome, into: &actions) }
+        perform(actions)
     }
 
     private func removeWaiter(_ key: UInt64) {
-        state.withLock { _ = $0.waiters.removeValue(forKey: key) }
+        state.withLock { $0.waiterLeft(key) }
     }
 
     /// Stops waiting: the request is no longer told the refresh's outcome.
