@@ -48,7 +48,7 @@ struct SchedulingMachineEventTests {
             sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
         h.tasks.append(task)
         let sent = h.run { machine, actions in machine.send(task, observed: false, into: &actions) }
-        #expect(Array(sent) == [.start(task, attempt: 1), .scheduleDeadline(task, after: 5)])
+        #expect(Array(sent) == [.scheduleDeadline(task, after: 5), .start(task, attempt: 1)])
         let timer = Handle()
         #expect(Array(h.run { $0.deadlineTimerSet(task, timer: timer, into: &$1) }) == [])
         let ended = h.run { $0.cancel(task, reason: .explicit, into: &$1) }

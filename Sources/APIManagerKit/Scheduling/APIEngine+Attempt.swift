@@ -22,7 +22,7 @@ extension APIEngine {
             now: clock.date)
         {
         case .success(let built):
-            var attempt = Attempt(
+            let attempt = Attempt(
                 task: task, number: number, isReplay: isReplay, request: built.request,
                 sensitiveHeaders: built.sensitiveHeaders, monitor: monitor)
             // The secret names join the credential headers before the link rule, the cache lookup and
@@ -50,32 +50,27 @@ extension APIEngine {
     /// Runs `stage` of an attempt handed over from another thread (the transport's answer) where
     /// ``execution`` says.
     func run(_ attempt: Attempt, from stage: Attempt.Stage) {
-        onExecution(of: attempt.task) { [weak self] in
-            guard let self else { return }
-            self.advance(attempt, at: stage, with: self.perform(stage, of: attempt))
-        }
+        onExecution(of: attempt.task) { self.advance(attempt, at: stage, with: self.perform(stage, of: attempt)) }
     }
 
     /// One `switch` per outcome: the next stage, or one event of the machine.
     private func advance(_ attempt: Attempt, at stage: Attempt.Stage, with outcome: Attempt.Outcome) {
-        var attempt = attempt
         var stage = stage
         var outcome = outcome
         while true {
             let next: Attempt.Stage
             switch outcome {
-            case .next(let passed):
+            case .next:
                 guard let following = stage.following else { return }
-                attempt = passed
                 next = following
             case .waiting(let work):
                 if let work {
                     transition { $0.asyncStepStarted(work, for: attempt.task, attempt: attempt.number, into: &$1) }
                 }
                 return
-            case .readyToSend(let ready, let copy):
-                let task = ready.task
-                let number = ready.number
+            case .readyToSend(let copy):
+                let task = attempt.task
+                let number = attempt.number
                 let actions = transition { machine, actions in
                     if let copy {
                         machine.cachedResponse(task, attempt: number, response: copy, terminal: false, into: &actions)
@@ -83,18 +78,16 @@ extension APIEngine {
                     machine.requestBuilt(task, attempt: number, into: &actions)
                 }
                 // A task that ended while its request was being built is never handed to the transport.
-                guard actions.contains(.send(task, attempt: number)) else { return }
-                attempt = ready
+                guard actions.sends(task, attempt: number) else { return }
                 next = .send
             case .sent(let handle):
                 transition { $0.attemptSent(attempt.task, attempt: attempt.number, handle: handle, into: &$1) }
                 return
-            case .refused(let refused):
-                let task = refused.task
-                let number = refused.number
+            case .refused:
+                let task = attempt.task
+                let number = attempt.number
                 let actions = transition { $0.credentialRefused(task, attempt: number, into: &$1) }
-                attempt = refused
-                next = actions.contains(.replay(task, attempt: number)) ? .renew : .respond
+                next = actions.replays(task, attempt: number) ? .renew : .respond
             case .answered(let response, let source):
                 transition {
                     $0.attemptEnded(

@@ -2,20 +2,14 @@ import Dispatch
 import Foundation
 
 extension SchedulingMachine.Actions {
-    /// Cancels what is to be cancelled and tells the async callers, in the order decided.
+    /// Cancels what is to be cancelled and tells the async callers, in that order.
     func performCancellationsAndObservations() {
-        for action in self {
-            switch action {
-            case .cancel(let handle):
-                handle.cancellable.cancel()
-            case .tell(_, .cached(let built)):
-                built.handOver(.observerCachedCopy)
-            case .tell(_, .ended(.success(let built), let source)):
-                built.handOver(.observerEnded(source))
-            case .tell(let task, .ended(.failure(let error), _)):
-                task.observerFailed(error)
-            case .start, .send, .replay, .scheduleRetry, .scheduleDeadline:
-                break
+        for cancellable in cancellations { cancellable.cancel() }
+        for (task, observation) in observations {
+            switch observation {
+            case .cached(let built): built.handOver(.observerCachedCopy)
+            case .ended(.success(let built), let source): built.handOver(.observerEnded(source))
+            case .ended(.failure(let error), _): task.observerFailed(error)
             }
         }
     }
@@ -28,35 +22,29 @@ extension APIEngine {
     /// starts, and the delivery of queued events (`delivery`, when they are to be scheduled).
     func perform(_ actions: SchedulingMachine.Actions, delivery: APIDelivery?) {
         actions.performCancellationsAndObservations()
-        var starts = InlineList<StartTrampoline.Start>()
-        for action in actions {
-            switch action {
-            case .scheduleDeadline(let task, let deadline):
-                // Timers hold the task weakly: a clock may keep a cancelled timer's closure until its
-                // due time, and the engine keeps every task in flight itself.
-                let timer = clock.schedule(after: deadline) { [weak self, weak task] in
-                    if let task { self?.deadlineFired(task, deadline: deadline) }
-                }
-                transition { machine, actions in machine.deadlineTimerSet(task, timer: timer, into: &actions) }
-            case .scheduleRetry(let task, let attempt, let delay):
-                let timer = clock.schedule(after: delay) { [weak self, weak task] in
-                    if let task { self?.retryTimerFired(task, attempt: attempt) }
-                }
-                transition { machine, actions in
-                    machine.retryTimerSet(task, attempt: attempt, timer: timer, into: &actions)
-                }
-            case .start(let task, let attempt):
-                starts.append((self, task, attempt))
-            case .cancel, .tell, .send, .replay:
-                break
+        for (task, deadline) in actions.deadlines {
+            // Timers hold the task weakly: a clock may keep a cancelled timer's closure until its
+            // due time, and the engine keeps every task in flight itself.
+            let timer = clock.schedule(after: deadline) { [weak self, weak task] in
+                if let task { self?.deadlineFired(task, deadline: deadline) }
             }
+            transition { machine, actions in machine.deadlineTimerSet(task, timer: timer, into: &actions) }
         }
+        for (task, attempt, delay) in actions.retries {
+            let timer = clock.schedule(after: delay) { [weak self, weak task] in
+                if let task { self?.retryTimerFired(task, attempt: attempt) }
+            }
+            transition { machine, actions in machine.retryTimerSet(task, attempt: attempt, timer: timer, into: &actions) }
+        }
+        let starts = actions.starts
         if !starts.isEmpty {
             if case .inline = execution {
-                StartTrampoline.perform(starts)
+                var inline = InlineList<StartTrampoline.Start>()
+                for (task, attempt) in starts { inline.append((self, task, attempt)) }
+                StartTrampoline.perform(inline)
             } else {
                 // `send(_:)` returns once the policy is decided: the request is built over there.
-                for (_, task, attempt) in starts {
+                for (task, attempt) in starts {
                     // A task cancelled while its start waited in the queue is not even built (`performStart` checks).
                     execution.queue(forTask: task.identifier)?.async { self.performStart(task, attempt: attempt) }
                 }

@@ -25,7 +25,7 @@ extension APIEngine {
 
     /// Puts the authentication's credential on the request, once no refresh runs.
     private func authenticate(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let authentication else { return .next(attempt) }
+        guard let authentication else { return .next }
         // The refresh may end on another engine's thread: the attempt goes on on this engine's.
         let access = authentication.access { [weak self] result in
             self?.resume(attempt, after: .authenticate, with: Self.granted(result, attempt, authentication), hop: true)
@@ -43,7 +43,6 @@ extension APIEngine {
         case .failure(let error):
             return .failed(error)
         case .success(let grant):
-            var attempt = attempt
             attempt.grant = grant
             if let credential = grant.credential {
                 let before = attempt.request.allHTTPHeaderFields ?? [:]
@@ -54,37 +53,37 @@ extension APIEngine {
                     attempt.sensitiveHeaders.insert(name)
                 }
             }
-            return .next(attempt)
+            return .next
         }
     }
 
     /// Passes the request through the adapters, in order, in a Swift task of its own.
     private func adapt(_ attempt: Attempt) -> Attempt.Outcome {
         let adapters = self.adapters
-        guard !adapters.isEmpty else { return .next(attempt) }
+        guard !adapters.isEmpty else { return .next }
         // The engine is held weakly while user code runs, so that a manager released meanwhile
         // ends its tasks (and cancels this Swift task) instead of waiting for the interceptor.
         let work = asyncWork.start { [weak self] in
-            var adapted = attempt
             let outcome: Attempt.Outcome
             do {
+                var request = attempt.request
                 for adapter in adapters {
-                    adapted.request = try await adapter.adapt(adapted.request, for: attempt.context)
+                    request = try await adapter.adapt(request, for: attempt.context)
                 }
-                outcome = .next(adapted)
+                attempt.request = request
+                outcome = .next
             } catch {
                 outcome = .failed(
                     error as? APIError
                         ?? .invalidRequest(reason: "an interceptor refused the request", underlying: error))
             }
-            self?.resume(adapted, after: .adapt, with: outcome, hop: false)
+            self?.resume(attempt, after: .adapt, with: outcome, hop: false)
         }
         return .waiting(work)
     }
 
     /// The link rule, the request's check, and a credential that changed meanwhile.
     private func prepare(_ attempt: Attempt) -> Attempt.Outcome {
-        var attempt = attempt
         if let allowed = attempt.task.credentialOrigins,
             !allowed.contains(where: { $0 == Origin(attempt.request.url) })
         {
@@ -103,13 +102,12 @@ extension APIEngine {
         if let grant = attempt.grant, let authentication, !authentication.isCurrent(grant) {
             return .startOver(isReplay: attempt.isReplay)
         }
-        return .next(attempt)
+        return .next
     }
 
     /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
     private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let cache else { return .readyToSend(attempt, cachedCopy: nil) }
-        var attempt = attempt
+        guard let cache else { return .readyToSend(cachedCopy: nil) }
         var copy: AnyAPITask.BuiltResponse?
         let task = attempt.task
         switch CacheLookupStage.lookUp(
@@ -134,12 +132,11 @@ extension APIEngine {
             attempt.cache = context
         }
         attempt.cache?.addConditionalHeaders(to: &attempt.request)
-        return .readyToSend(attempt, cachedCopy: copy)
+        return .readyToSend(cachedCopy: copy)
     }
 
     /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive(_:)``.
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
-        var attempt = attempt
         let options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
@@ -148,17 +145,15 @@ extension APIEngine {
             APIEvent(
                 kind: .started, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
                 request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
-        let sent = attempt
         let handle = transport.send(attempt.request, options: options) { [weak self] result in
             // Off the transport's callback queue: responses of different tasks build in parallel.
-            self?.run(sent, from: .receive(result))
+            self?.run(attempt, from: .receive(result))
         }
         return .sent(handle)
     }
 
     /// The transport's answer, told to the event monitor (see ``TransportStage``).
     private func receive(_ result: Result<APIRawResponse, any Error>, _ attempt: Attempt) -> Attempt.Outcome {
-        var attempt = attempt
         let result = TransportStage.answer(
             result, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
         if let monitor = attempt.monitor, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
@@ -173,7 +168,7 @@ extension APIEngine {
             return .failed(error)
         case .success(let raw):
             attempt.response = raw
-            return .next(attempt)
+            return .next
         }
     }
 
@@ -182,7 +177,7 @@ extension APIEngine {
     /// will answer included.
     private func inspect(_ attempt: Attempt) -> Attempt.Outcome {
         let inspectors = self.inspectors
-        guard !inspectors.isEmpty, let raw = attempt.response else { return .next(attempt) }
+        guard !inspectors.isEmpty, let raw = attempt.response else { return .next }
         let work = asyncWork.start { [weak self] in
             let outcome: Attempt.Outcome
             do {
@@ -199,7 +194,7 @@ extension APIEngine {
                     outcome = .retry(
                         after: retry, .rejected(underlying: APIRetryRequested(delay: retry), response: raw))
                 } else {
-                    outcome = .next(attempt)
+                    outcome = .next
                 }
             } catch {
                 outcome = .failed(error as? APIError ?? .rejected(underlying: error, response: raw))
@@ -213,20 +208,20 @@ extension APIEngine {
     private func checkRefusal(_ attempt: Attempt) -> Attempt.Outcome {
         guard let authentication, attempt.grant?.credential != nil, let raw = attempt.response,
             authentication.authenticator.isRefused(raw, to: attempt.request)
-        else { return .next(attempt) }
-        return .refused(attempt)
+        else { return .next }
+        return .refused
     }
 
     /// Waits for the renewed credential, then the attempt starts over with it (once per task); or it
     /// fails with the refresh's failure.
     private func renew(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let authentication, let grant = attempt.grant else { return .next(attempt) }
+        guard let authentication, let grant = attempt.grant else { return .next }
         let refusal = authentication.refused(attempt.request, sentWith: grant.generation, work: asyncWork) {
             [weak self] result in
             self?.resume(attempt, after: .renew, with: Self.renewed(result), hop: true)
         }
         switch refusal {
-        case nil: return .next(attempt)  // not the authentication's to answer: an ordinary response
+        case nil: return .next  // not the authentication's to answer: an ordinary response
         case .now(let result)?: return Self.renewed(result)
         case .waiting(let wait)?: return .waiting(wait)
         }

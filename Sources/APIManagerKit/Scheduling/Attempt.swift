@@ -5,8 +5,14 @@ import FoundationNetworking
 #endif
 
 /// One attempt of a task on its way through the stages, from the built request to the typed
-/// response: the one value every stage reads and extends.
-struct Attempt: Sendable {
+/// response: the one object every stage reads and extends.
+///
+/// A class, so that handing it from stage to stage (and into the transport's completion) passes one
+/// reference instead of copying a dozen fields. It is owned by one stage at a time: the driver runs
+/// the stages one after another, and it reaches another thread only through a queue, a Swift task or
+/// the transport's completion, each of which orders what came before it.
+final class Attempt: @unchecked Sendable {
+    // @unchecked: mutated only by the stage that owns it (see above); the `let`s never change.
     let task: AnyAPITask
     /// The attempt's number: 1 for the first; a replay keeps its attempt's number.
     let number: Int
@@ -26,6 +32,18 @@ struct Attempt: Sendable {
     var sent: (options: APITransportOptions, at: TimeInterval)?
     /// The response, once the transport answered with one.
     var response: APIRawResponse?
+
+    init(
+        task: AnyAPITask, number: Int, isReplay: Bool, request: URLRequest, sensitiveHeaders: Set<String>,
+        monitor: (@Sendable (APIEvent) -> Void)?
+    ) {
+        self.task = task
+        self.number = number
+        self.isReplay = isReplay
+        self.request = request
+        self.sensitiveHeaders = sensitiveHeaders
+        self.monitor = monitor
+    }
 
     /// What interceptors are told about the attempt.
     var context: APIAttempt { APIAttempt(task: task, number: number, isReplay: isReplay) }
@@ -75,18 +93,18 @@ struct Attempt: Sendable {
     /// What a stage says it did.
     enum Outcome: Sendable {
         /// Go on with the next stage.
-        case next(Attempt)
+        case next
         /// An async step runs (a wait for a refresh, interceptors): it resumes the attempt when done.
         /// The machine keeps its handle, to cancel it if the task ends; `nil` when the step already
         /// finished (it ran inline and resumed the attempt before returning).
         case waiting((any APICancellable)?)
         /// The request is ready for the transport: the machine decides whether it may go. A stored
         /// copy, if any, is delivered first (``APICacheOption/both``).
-        case readyToSend(Attempt, cachedCopy: AnyAPITask.BuiltResponse?)
+        case readyToSend(cachedCopy: AnyAPITask.BuiltResponse?)
         /// The transport has the request (its answer resumes the attempt).
         case sent(any APICancellable)
         /// The response refuses the credential: the machine decides whether it is sent again.
-        case refused(Attempt)
+        case refused
         /// The attempt ends with a response, from `source`.
         case answered(AnyAPITask.BuiltResponse, APIResponseSource)
         /// The attempt failed; it is retried if the manager's retry hook says so.

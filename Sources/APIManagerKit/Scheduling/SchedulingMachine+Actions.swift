@@ -64,24 +64,64 @@ extension SchedulingMachine {
         }
     }
 
-    /// What a transition decided, in the order it decided it, and whether queued events are to be
-    /// delivered. The first action is kept inline: a send or an attempt's end nearly always decides
-    /// one, so a transition does not allocate.
-    struct Actions: Sequence, Equatable {
-        private var list = InlineList<Action>()
+    /// What a transition decided, and whether queued events are to be delivered. Kept by kind, each
+    /// kind in the order decided, as the engine performs them: cancellations, then the async
+    /// callers, the deadline and retry timers, and the attempts to start (nearly always one, kept
+    /// inline, so a transition allocates nothing). ``list`` gives them as ``Action``s, in that order.
+    struct Actions: Equatable, Sequence {
+        private(set) var cancellations: [any APICancellable] = []
+        private(set) var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
+        private(set) var deadlines: [(task: AnyAPITask, after: Double)] = []
+        private(set) var retries: [(task: AnyAPITask, attempt: Int, after: Double)] = []
+        private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
+        /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
+        private(set) var send: (task: AnyAPITask, attempt: Int)?
+        /// The attempt that may be replayed (the answer to ``SchedulingMachine/credentialRefused(_:attempt:into:)``).
+        private(set) var replay: (task: AnyAPITask, attempt: Int)?
         /// Events were queued while no delivery was scheduled: their delivery is to be scheduled.
         var deliverEvents = false
 
+        @inline(__always)
+        mutating func append(_ action: Action) {
+            switch action {
+            case .start(let task, let attempt): starts.append((task, attempt))
+            case .send(let task, let attempt): send = (task, attempt)
+            case .replay(let task, let attempt): replay = (task, attempt)
+            case .cancel(let handle): cancellations.append(handle.cancellable)
+            case .scheduleRetry(let task, let attempt, let delay): retries.append((task, attempt, delay))
+            case .scheduleDeadline(let task, let deadline): deadlines.append((task, deadline))
+            case .tell(let task, let observation): observations.append((task, observation))
+            }
+        }
+
+        /// Whether the attempt may go to the transport.
+        func sends(_ task: AnyAPITask, attempt: Int) -> Bool {
+            send.map { $0.task === task && $0.attempt == attempt } ?? false
+        }
+
+        /// Whether the attempt may be replayed.
+        func replays(_ task: AnyAPITask, attempt: Int) -> Bool {
+            replay.map { $0.task === task && $0.attempt == attempt } ?? false
+        }
+
+        /// The actions, by kind in the order they are performed.
+        var list: [Action] {
+            var list = cancellations.map { Action.cancel(Handle($0)) }
+            list += observations.map { Action.tell($0.0, $0.1) }
+            list += deadlines.map { Action.scheduleDeadline($0.task, after: $0.after) }
+            list += retries.map { Action.scheduleRetry($0.task, attempt: $0.attempt, after: $0.after) }
+            list += starts.map { Action.start($0.task, attempt: $0.attempt) }
+            if let send { list.append(.send(send.task, attempt: send.attempt)) }
+            if let replay { list.append(.replay(replay.task, attempt: replay.attempt)) }
+            return list
+        }
+
         var isEmpty: Bool { list.isEmpty }
 
-        mutating func append(_ action: Action) { list.append(action) }
-
-        func makeIterator() -> InlineList<Action>.Iterator { list.makeIterator() }
-
-        func contains(_ action: Action) -> Bool { contains { $0 == action } }
+        func makeIterator() -> IndexingIterator<[Action]> { list.makeIterator() }
 
         static func == (lhs: Actions, rhs: Actions) -> Bool {
-            lhs.deliverEvents == rhs.deliverEvents && Array(lhs) == Array(rhs)
+            lhs.deliverEvents == rhs.deliverEvents && lhs.list == rhs.list
         }
     }
 }

@@ -327,8 +327,9 @@ struct SchedulingMachine {
         case .ended:
             return
         case .running(let running):
+            // An attempt that ended the task itself has nothing left to cancel on the transport.
             switch running.progress {
-            case .sent(let handle): actions.append(.cancel(Handle(handle)))
+            case .sent(let handle): if !attemptIsOver { actions.append(.cancel(Handle(handle))) }
             case .starting: if !attemptIsOver { ending.abandonedAttempt = running.number }
             }
             for work in running.work { actions.append(.cancel(Handle(work))) }
