@@ -61,8 +61,8 @@ final class Attempt: @unchecked Sendable {
         case lookUp
         /// Hands the request to the transport (once the machine says the attempt may go).
         case send
-        /// Takes the transport's answer.
-        case receive(Result<APIRawResponse, any Error>)
+        /// Takes the transport's answer (boxed: the answer is large, and the other stages are not).
+        indirect case receive(Result<APIRawResponse, any Error>)
         /// Passes the response through the inspectors.
         case inspect
         /// Sees whether the response refuses the credential the attempt carried.
@@ -107,10 +107,11 @@ final class Attempt: @unchecked Sendable {
         case refused
         /// The attempt ends with a response, from `source`.
         case answered(AnyAPITask.BuiltResponse, APIResponseSource)
-        /// The attempt failed; it is retried if the manager's retry hook says so.
-        case failed(APIError)
+        /// The attempt failed; it is retried if the manager's retry hook says so. (The errors are
+        /// boxed: they are large, and the outcomes that pass between stages every time are not.)
+        indirect case failed(APIError)
         /// An inspector asked for another attempt after `delay`; the attempt fails with `error`.
-        case retry(after: TimeInterval, APIError)
+        indirect case retry(after: TimeInterval, APIError)
         /// The attempt starts again from the built request (the credential changed; a replay).
         case startOver(isReplay: Bool)
         /// The attempt is no longer the task's current one: nothing more is done for it.

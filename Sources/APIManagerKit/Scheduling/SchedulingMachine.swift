@@ -45,8 +45,9 @@ struct SchedulingMachine {
 
     /// Whether `attempt` is the task's current, running attempt.
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
-        if case .running(let running) = task.record.lifecycle { return running.number == attempt }
-        return false
+        // The running attempt's number is always the count of attempts started: no payload is read.
+        guard case .running = task.record.lifecycle else { return false }
+        return task.record.attemptCount == attempt
     }
 
     // MARK: Events
