@@ -59,7 +59,7 @@ extension APIEngine {
         var outcome = outcome
         while true {
             let next: Attempt.Stage
-            switch outcome {
+            switch consume outcome {
             case .next:
                 guard let following = stage.following else { return }
                 next = following

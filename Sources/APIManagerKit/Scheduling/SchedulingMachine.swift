@@ -134,7 +134,7 @@ struct SchedulingMachine {
     /// The attempt's request is built: ``Action/send(_:attempt:)`` if it is still the task's
     /// current attempt. An attempt abandoned while it was being built is settled here instead.
     mutating func requestBuilt(_ task: AnyAPITask, attempt: Int, into actions: inout Actions) {
-        switch task.record.lifecycle {
+        switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
             running.progress = .starting  // a replay sends the attempt again
             task.record.lifecycle = .running(running)
@@ -142,8 +142,8 @@ struct SchedulingMachine {
         case .ended(var ending) where ending.abandonedAttempt == attempt:
             ending.abandonedAttempt = nil
             task.record.lifecycle = .ended(ending)
-        default:
-            break
+        case let other:
+            task.record.lifecycle = other
         }
     }
 
@@ -166,17 +166,17 @@ struct SchedulingMachine {
     mutating func attemptSent(
         _ task: AnyAPITask, attempt: Int, handle: any APICancellable, into actions: inout Actions
     ) {
-        switch task.record.lifecycle {
+        switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
-            guard case .starting = running.progress else { return }  // the transport completed inside `send`
-            running.progress = .sent(handle)
+            // Unless the transport completed inside `send`.
+            if case .starting = running.progress { running.progress = .sent(handle) }
             task.record.lifecycle = .running(running)
         case .ended(var ending) where ending.abandonedAttempt == attempt:
             ending.abandonedAttempt = nil
             task.record.lifecycle = .ended(ending)
             actions.append(.cancel(Handle(handle)))
-        default:
-            break
+        case let other:
+            task.record.lifecycle = other
         }
     }
 
@@ -324,8 +324,9 @@ struct SchedulingMachine {
         notify: Bool = true, attemptIsOver: Bool = false
     ) {
         var ending = SchedulingRecord.Ending()
-        switch task.record.lifecycle {
-        case .ended:
+        switch task.record.takeLifecycle() {
+        case .ended(let ended):
+            task.record.lifecycle = .ended(ended)
             return
         case .running(let running):
             // An attempt that ended the task itself has nothing left to cancel on the transport.
@@ -443,6 +444,14 @@ struct SchedulingRecord {
     var hasEnded: Bool {
         if case .ended = lifecycle { return true }
         return false
+    }
+
+    /// Takes the lifecycle out, leaving `.waiting` in its place, so that a transition changes its
+    /// payload and puts it back without copying it (every path puts one back).
+    fileprivate mutating func takeLifecycle() -> Lifecycle {
+        var taken = Lifecycle.waiting
+        swap(&taken, &lifecycle)
+        return taken
     }
 }
 
