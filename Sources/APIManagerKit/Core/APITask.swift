@@ -49,7 +49,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// Identifies the task among all tasks of its engine (so of its manager); increases with each
     /// send. Given when the task is sent, before ``APIManager/send(_:)`` returns it.
-    public internal(set) var identifier: UInt64
+    @exclusivity(unchecked) public internal(set) var identifier: UInt64
     /// The request's policy, as it was when the task was sent.
     public let concurrencyPolicy: APIConcurrencyPolicy
     /// The request's scope key, as it was when the task was sent.

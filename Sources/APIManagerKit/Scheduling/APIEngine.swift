@@ -163,7 +163,13 @@ public final class APIEngine: @unchecked Sendable {
     /// The delegate of `manager` (set through ``APIManager/delegate``); each manager sharing this
     /// engine has its own.
     func delegate(of manager: AnyObject) -> AnyObject? {
-        state.withLock { $0.delegateSlots.first { $0.manager === manager }?.delegate }
+        state.withLock { state in
+            // By index: copying a slot would copy its two weak references.
+            for index in state.delegateSlots.indices where state.delegateSlots[index].manager === manager {
+                return state.delegateSlots[index].delegate
+            }
+            return nil
+        }
     }
 
     func setDelegate(_ delegate: AnyObject?, of manager: AnyObject) {

@@ -12,26 +12,27 @@ import FoundationNetworking
 /// the stages one after another, and it reaches another thread only through a queue, a Swift task or
 /// the transport's completion, each of which orders what came before it.
 final class Attempt: @unchecked Sendable {
-    // @unchecked: mutated only by the stage that owns it (see above); the `let`s never change.
+    // @unchecked: mutated only by the stage that owns it (see above); the `let`s never change. The
+    // same rule makes the runtime's exclusivity checks of its `var`s redundant: they are off.
     let task: AnyAPITask
     /// The attempt's number: 1 for the first; a replay keeps its attempt's number.
     let number: Int
     /// Whether it is the attempt sent again after a credential refresh.
     let isReplay: Bool
     /// The request to send, as the stages have made it so far.
-    var request: URLRequest
+    @exclusivity(unchecked) var request: URLRequest
     /// The header names that carry its credentials: redacted, and dropped on a redirect to another origin.
-    var sensitiveHeaders: Set<String>
+    @exclusivity(unchecked) var sensitiveHeaders: Set<String>
     /// Told when the attempt is sent and answered; read once when the attempt was built.
     let monitor: (@Sendable (APIEvent) -> Void)?
     /// The credential the authentication granted, with its generation; `nil` for none.
-    var grant: APIAuthentication.Grant?
+    @exclusivity(unchecked) var grant: APIAuthentication.Grant?
     /// How the response is treated by the cache; `nil` without a cache.
-    var cache: CacheContext?
+    @exclusivity(unchecked) var cache: CacheContext?
     /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
-    var sent: (options: APITransportOptions, at: TimeInterval)?
+    @exclusivity(unchecked) var sent: (options: APITransportOptions, at: TimeInterval)?
     /// The response, once the transport answered with one.
-    var response: APIRawResponse?
+    @exclusivity(unchecked) var response: APIRawResponse?
 
     init(
         task: AnyAPITask, number: Int, isReplay: Bool, request: URLRequest, sensitiveHeaders: Set<String>,

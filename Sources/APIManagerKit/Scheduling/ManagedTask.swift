@@ -11,7 +11,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     // the task is sent and only read afterwards (the send's lock orders the write before every read).
     weak var manager: Manager?
     /// The async caller: told the cached copy and the end. Set before the task is sent, never after.
-    private var observer: (@Sendable (Observation) -> Void)?
+    @exclusivity(unchecked) private var observer: (@Sendable (Observation) -> Void)?
 
     /// What the async caller is told, typed.
     enum Observation {

@@ -507,15 +507,16 @@ struct TaskList {
     }
 }
 
-/// The in-flight tasks of one concurrency scope of one engine.
+/// The in-flight tasks of one concurrency scope of one engine. Guarded by the engine's lock, which
+/// makes the runtime's exclusivity checks of its lists redundant: they are off.
 final class ScopeState {
     let key: String?
     /// Tasks started when they were sent, in submission order (so `head` has the smallest `sequence`).
-    fileprivate(set) var started = TaskList()
+    @exclusivity(unchecked) fileprivate(set) var started = TaskList()
     /// Tasks started from the line; at most one at a time, since each waits for those before it.
-    fileprivate(set) var startedFromLine = TaskList()
+    @exclusivity(unchecked) fileprivate(set) var startedFromLine = TaskList()
     /// Tasks waiting to start, head first.
-    fileprivate(set) var line = TaskList()
+    @exclusivity(unchecked) fileprivate(set) var line = TaskList()
 
     init(key: String?) { self.key = key }
 
