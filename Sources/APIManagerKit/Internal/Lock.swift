@@ -38,12 +38,21 @@ final class Lock: @unchecked Sendable {
         primitive.deallocate()
     }
 
+    #if DEBUG
+    /// How many times the lock has been taken (debug builds only): tests count the takes of a request.
+    /// Written while the lock is held; read it only when nothing else uses the lock.
+    private(set) var takes = 0
+    #endif
+
     @inline(__always)
     func lock() {
         #if canImport(Darwin)
         os_unfair_lock_lock(primitive)
         #else
         pthread_mutex_lock(primitive)
+        #endif
+        #if DEBUG
+        takes += 1
         #endif
     }
 
