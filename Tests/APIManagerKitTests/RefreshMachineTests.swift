@@ -88,7 +88,9 @@ struct RefreshMachineTests {
         var actions: [RefreshMachine.Action] = []
         machine.refreshEnded(1, outcome: .success(new), into: &actions)
         #expect(describe(actions) == ["write", "resume 3 with new #1"])
-        for case .resume(let waiters, let result) in actions { waiters.forEach { $0(result) } }
+        for case .resume(let waiters, let result) in actions {
+            for resume in waiters { resume(result) }
+        }
         #expect(told.lines == ["first: new", "second: new", "third: new"], "in the order they came")
         #expect(machine.credential == new)
         #expect(machine.takeWrite() == .some(new))

@@ -34,7 +34,7 @@ extension APIEngine {
             let timer = clock.schedule(after: delay) { [weak self, weak task] in
                 if let task { self?.retryTimerFired(task, attempt: attempt) }
             }
-            transition { machine, actions in machine.retryTimerSet(task, attempt: attempt, timer: timer, into: &actions) }
+            transition { $0.retryTimerSet(task, attempt: attempt, timer: timer, into: &$1) }
         }
         let starts = actions.starts
         if !starts.isEmpty {
