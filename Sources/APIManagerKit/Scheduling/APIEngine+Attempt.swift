@@ -50,7 +50,11 @@ extension APIEngine {
     /// Runs `stage` of an attempt handed over from another thread (the transport's answer) where
     /// ``execution`` says.
     func run(_ attempt: Attempt, from stage: Attempt.Stage) {
-        onExecution(of: attempt.task) { self.advance(attempt, at: stage, with: self.perform(stage, of: attempt)) }
+        if let queue = execution.queue(forTask: attempt.task.identifier) {
+            queue.async { self.advance(attempt, at: stage, with: self.perform(stage, of: attempt)) }
+        } else {
+            advance(attempt, at: stage, with: perform(stage, of: attempt))  // no closure to allocate
+        }
     }
 
     /// One `switch` per outcome: the next stage, or one event of the machine.

@@ -15,7 +15,7 @@ extension APIEngine {
         case .prepare: return prepare(attempt)
         case .lookUp: return lookUp(attempt)
         case .send: return send(attempt)
-        case .receive(let result): return receive(result, attempt)
+        case .receive: return receive(attempt)
         case .inspect: return inspect(attempt)
         case .checkRefusal: return checkRefusal(attempt)
         case .renew: return renew(attempt)
@@ -135,7 +135,7 @@ extension APIEngine {
         return .readyToSend(cachedCopy: copy)
     }
 
-    /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive(_:)``.
+    /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive``.
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
         let options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
@@ -146,16 +146,19 @@ extension APIEngine {
                 kind: .started, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
                 request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
         let handle = transport.send(attempt.request, options: options) { [weak self] result in
+            attempt.answer = result
             // Off the transport's callback queue: responses of different tasks build in parallel.
-            self?.run(attempt, from: .receive(result))
+            self?.run(attempt, from: .receive)
         }
         return .sent(handle)
     }
 
     /// The transport's answer, told to the event monitor (see ``TransportStage``).
-    private func receive(_ result: Result<APIRawResponse, any Error>, _ attempt: Attempt) -> Attempt.Outcome {
+    private func receive(_ attempt: Attempt) -> Attempt.Outcome {
+        guard let answer = attempt.answer else { return .dropped }
+        attempt.answer = nil
         let result = TransportStage.answer(
-            result, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
+            answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
         if let monitor = attempt.monitor, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
             monitor(
                 APIEvent(

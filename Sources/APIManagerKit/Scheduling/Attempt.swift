@@ -31,6 +31,8 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var cache: CacheContext?
     /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
     @exclusivity(unchecked) var sent: (options: APITransportOptions, at: TimeInterval)?
+    /// The transport's answer, until the `receive` stage takes it.
+    @exclusivity(unchecked) var answer: Result<APIRawResponse, any Error>?
     /// The response, once the transport answered with one.
     @exclusivity(unchecked) var response: APIRawResponse?
 
@@ -62,8 +64,8 @@ final class Attempt: @unchecked Sendable {
         case lookUp
         /// Hands the request to the transport (once the machine says the attempt may go).
         case send
-        /// Takes the transport's answer (boxed: the answer is large, and the other stages are not).
-        indirect case receive(Result<APIRawResponse, any Error>)
+        /// Takes the transport's answer (``Attempt/answer``).
+        case receive
         /// Passes the response through the inspectors.
         case inspect
         /// Sees whether the response refuses the credential the attempt carried.
