@@ -23,7 +23,7 @@ extension APIEngine {
         {
         case .success(let built):
             let attempt = Attempt(
-                task: task, number: number, isReplay: isReplay, request: built.request,
+                engine: self, task: task, number: number, isReplay: isReplay, request: built.request,
                 sensitiveHeaders: built.sensitiveHeaders, monitor: monitor)
             // The secret names join the credential headers before the link rule, the cache lookup and
             // the transport see them.

@@ -145,11 +145,8 @@ extension APIEngine {
             APIEvent(
                 kind: .started, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
                 request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
-        let handle = transport.send(attempt.request, options: options) { [weak self] result in
-            attempt.answer = result
-            // Off the transport's callback queue: responses of different tasks build in parallel.
-            self?.run(attempt, from: .receive)
-        }
+        // Off the transport's callback queue: responses of different tasks build in parallel.
+        let handle = transport.send(attempt.request, options: options) { attempt.transportAnswered($0) }
         return .sent(handle)
     }
 

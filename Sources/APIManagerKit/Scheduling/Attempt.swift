@@ -36,16 +36,28 @@ final class Attempt: @unchecked Sendable {
     /// The response, once the transport answered with one.
     @exclusivity(unchecked) var response: APIRawResponse?
 
+    /// The engine that runs it, held weakly: a transport's completion that outlives the engine
+    /// does nothing.
+    @exclusivity(unchecked) weak var engine: APIEngine?
+
     init(
-        task: AnyAPITask, number: Int, isReplay: Bool, request: URLRequest, sensitiveHeaders: Set<String>,
-        monitor: (@Sendable (APIEvent) -> Void)?
+        engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, request: URLRequest,
+        sensitiveHeaders: Set<String>, monitor: (@Sendable (APIEvent) -> Void)?
     ) {
+        self.engine = engine
         self.task = task
         self.number = number
         self.isReplay = isReplay
         self.request = request
         self.sensitiveHeaders = sensitiveHeaders
         self.monitor = monitor
+    }
+
+    /// The transport's completion: the answer waits here, and the attempt goes on at `receive` where
+    /// the engine's execution says. (A closure capturing only the attempt allocates no context.)
+    func transportAnswered(_ result: Result<APIRawResponse, any Error>) {
+        answer = result
+        engine?.run(self, from: .receive)
     }
 
     /// What interceptors are told about the attempt.
