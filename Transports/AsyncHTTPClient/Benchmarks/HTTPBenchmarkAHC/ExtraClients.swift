@@ -2,14 +2,20 @@ import APIManagerKit
 import APIManagerKitAsyncHTTPClient
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
+import OpenAPIAsyncHTTPClient
+import OpenAPIRuntime
 
 /// `ahc`: AsyncHTTPClient alone, its whole body collected (`execute(request:)`), as an app using it
 /// directly would; `managerAHC`: a manager (on its work queue) over `AsyncHTTPClientTransport`, a new
-/// manager per run on one transport, as `manager` does over URLSessionTransport.
+/// manager per run on one transport, as `manager` does over URLSessionTransport; `openapi`: the client
+/// swift-openapi-generator made from `OpenAPI/openapi.yaml`, on swift-openapi-async-http-client, what a
+/// server user would pick instead (each body collected as bytes, as the others do).
 func extraClients() -> [String: (URL, @escaping @Sendable (Bool) -> Void) -> Void] {
     [
         "ahc": ahcClient.send, "managerAHC": managerAHCClient.send, "managerAHCInline": inlineManagerAHCClient.send,
+        "openapi": openAPIClient.send,
     ]
 }
 
@@ -27,7 +33,7 @@ final class RawAHCClient: Sendable {
 final class ManagerAHCClient: @unchecked Sendable {
     // @unchecked: `current` is replaced only between runs, on the sending thread, before the first
     // request of a run is sent.
-    let transport = AsyncHTTPClientTransport()
+    let transport = APIManagerKitAsyncHTTPClient.AsyncHTTPClientTransport()
     let execution: @Sendable () -> APIExecution
     private var current: (api: FileAPI, run: Int)?
 
@@ -44,3 +50,41 @@ final class ManagerAHCClient: @unchecked Sendable {
 let ahcClient = RawAHCClient()
 let managerAHCClient = ManagerAHCClient { .concurrent() }
 let inlineManagerAHCClient = ManagerAHCClient { .inline }
+
+/// The generated client on a client of its own (as `ahc` has), one per server address.
+final class GeneratedClient: Sendable {
+    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
+    private let clients = NIOLockedValueBox<[String: Client]>([:])
+
+    func send(_ url: URL, done: @escaping @Sendable (Bool) -> Void) {
+        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return done(false) }
+        let isLarge = parts.path.hasSuffix("large.bin")
+        parts.path = ""
+        guard let server = parts.url else { return done(false) }
+        let client = clients.withLockedValue { clients in
+            if let client = clients[server.absoluteString] { return client }
+            let client = Client(
+                serverURL: server,
+                transport: OpenAPIAsyncHTTPClient.AsyncHTTPClientTransport(configuration: .init(client: httpClient)))
+            clients[server.absoluteString] = client
+            return client
+        }
+        Task {
+            do {
+                let body: HTTPBody
+                if isLarge {
+                    guard case .ok(let ok) = try await client.getLarge() else { return done(false) }
+                    body = try ok.body.any
+                } else {
+                    guard case .ok(let ok) = try await client.getSmall() else { return done(false) }
+                    body = try ok.body.any
+                }
+                done(!(try await Data(collecting: body, upTo: 1 << 20)).isEmpty)
+            } catch {
+                done(false)
+            }
+        }
+    }
+}
+
+let openAPIClient = GeneratedClient()
