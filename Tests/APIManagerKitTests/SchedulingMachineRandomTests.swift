@@ -28,7 +28,8 @@ struct SchedulingMachineRandomTests {
             case 0, 1, 2:
                 let policy = APIConcurrencyPolicy.allCases[pick(APIConcurrencyPolicy.allCases.count)]
                 let scope = [nil, "a", "b"][pick(3)]
-                let task = harness.send(policy, scope: scope)
+                let priority = [0, 0, 0, 2, -1][pick(5)]
+                let task = harness.send(policy, scope: scope, priority: priority)
                 sendOrder[task.identifier] = step
             case 3, 4:
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
@@ -146,7 +147,7 @@ struct SchedulingMachineRandomTests {
         // No task both waiting and running: a task in a line waits, a started one runs or waits for a retry.
         for task in harness.tasks {
             switch task.record.membership {
-            case .line:
+            case .line, .lineFront:
                 #expect(task.phase == .waiting, "\(place): task \(task.identifier) in line but \(task.phase)")
             case .started, .startedFromLine:
                 #expect(
@@ -173,16 +174,19 @@ struct SchedulingMachineRandomTests {
                 #expect(last.contains("finished") || last.contains("failed"), "\(place): an event after the end")
             }
         }
-        // waitUntilDone lines are FIFO: within a scope, such tasks start in the order they were sent.
+        // waitUntilDone lines are FIFO per priority: within a scope, such tasks of one priority start
+        // in the order they were sent.
         for scope in [nil, "a", "b"] as [String?] {
-            let waitingLine = harness.tasks.filter {
-                $0.concurrencyPolicy == .waitUntilDone && $0.concurrencyScope == scope
+            for priority in [0, 2, -1] {
+                let waitingLine = harness.tasks.filter {
+                    $0.concurrencyPolicy == .waitUntilDone && $0.concurrencyScope == scope && $0.priority == priority
+                }
+                let startOrder = harness.starts.compactMap { start -> UInt64? in
+                    guard start.hasSuffix("#1"), let identifier = UInt64(start.dropLast(2)) else { return nil }
+                    return waitingLine.contains { $0.identifier == identifier } ? identifier : nil
+                }
+                #expect(startOrder == startOrder.sorted(), "\(place): waitUntilDone started out of order \(startOrder)")
             }
-            let startOrder = harness.starts.compactMap { start -> UInt64? in
-                guard start.hasSuffix("#1"), let identifier = UInt64(start.dropLast(2)) else { return nil }
-                return waitingLine.contains { $0.identifier == identifier } ? identifier : nil
-            }
-            #expect(startOrder == startOrder.sorted(), "\(place): waitUntilDone started out of order \(startOrder)")
         }
     }
 

@@ -35,8 +35,8 @@ struct MachineHarness {
     var lastActions = SchedulingMachine.Actions()
 
     @discardableResult
-    mutating func send(_ policy: APIConcurrencyPolicy, scope: String? = nil) -> AnyAPITask {
-        let task = AnyAPITask(identifier: UInt64(tasks.count + 1), policy: policy, scope: scope)
+    mutating func send(_ policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0) -> AnyAPITask {
+        let task = AnyAPITask(identifier: UInt64(tasks.count + 1), policy: policy, scope: scope, priority: priority)
         tasks.append(task)
         run { machine, actions in machine.send(task, observed: false, into: &actions) }
         return task
@@ -162,6 +162,10 @@ struct SchedulingMachineTests {
         #expect(h.events(of: task) == ["waiting"])
         (h, task) = Self.outcome(of: .ignoreCurrent, when: .running, scope: scope)
         #expect(h.events(of: task) == ["failed ignored"])
+        (h, task) = Self.outcome(of: .conflate, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["waiting"])
+        h.finish(h.tasks[0])
+        #expect(h.events(of: task) == ["waiting", "started 1"], "starts when the running task has ended")
     }
 
     @Test(arguments: [nil, "s"] as [String?])
@@ -186,6 +190,12 @@ struct SchedulingMachineTests {
 
         (h, task) = Self.outcome(of: .ignoreCurrent, when: .runningAndLine, scope: scope)
         #expect(h.events(of: task) == ["failed ignored"])
+
+        (h, task) = Self.outcome(of: .conflate, when: .runningAndLine, scope: scope)
+        #expect(h.events(of: h.tasks[1]) == ["waiting", "failed cancelled(policy)"], "the waiting task is replaced")
+        #expect(h.events(of: h.tasks[0]) == ["started 1"], "the running task goes on")
+        #expect(h.machine.inFlightTasks == [h.tasks[0], task])
+        #expect(h.starts == ["1#1"], "the replaced task was never started")
     }
 
     @Test func theHeadStartsOnlyWhenEveryTaskSentBeforeItHasEnded() {

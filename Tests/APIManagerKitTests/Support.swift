@@ -15,6 +15,7 @@ struct TestRequest: APIRequest {
     var method: HTTPMethod = .get
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var concurrencyScope: String?
+    var priority = 0
     var retryPolicy: APIRetryPolicy?
     var deadline: TimeInterval?
     var headers: [String: String] = [:]

@@ -19,4 +19,9 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// If anything is in flight in the scope, ends at once as ignored (``APIError/ignored``) and is
     /// never sent. Pull-to-refresh: a second pull is ignored.
     case ignoreCurrent
+    /// If anything is in flight in the scope, replaces every task of the scope still waiting (each
+    /// ends as cancelled, reason ``APIError/CancellationReason/policy``, and is never sent) and waits
+    /// in their place, starting as `waitUntilDone` would; otherwise starts at once. So among such
+    /// tasks at most one runs and one waits. Autosave: only the newest version is sent next.
+    case conflate
 }

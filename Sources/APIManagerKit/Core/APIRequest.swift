@@ -45,6 +45,10 @@ public protocol APIRequest: Sendable {
     /// Narrows the policy to the tasks sharing this key; tasks with different keys never interact.
     /// `nil` (one scope for the whole manager) unless overridden.
     var concurrencyScope: String? { get }
+    /// Where the task waits in its scope's line: a higher priority waits ahead of a lower one, equal
+    /// priorities in sending order. `0` unless overridden. ``APIConcurrencyPolicy/waitUntilDoneHighPriority``
+    /// tasks still wait ahead of all others, newest first. Read once, when the task is sent.
+    var priority: Int { get }
     /// Whether and how a failed attempt is retried. `nil` (no retry) unless overridden.
     var retryPolicy: APIRetryPolicy? { get }
     /// The longest the task may take, all attempts and retry delays included, counted from
@@ -103,6 +107,7 @@ extension APIRequest {
     public var authorization: APIAuthorization? { nil }
     public var timeout: TimeInterval { 60 }
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
+    public var priority: Int { 0 }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }

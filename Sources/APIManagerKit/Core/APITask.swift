@@ -54,6 +54,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     public let concurrencyPolicy: APIConcurrencyPolicy
     /// The request's scope key, as it was when the task was sent.
     public let concurrencyScope: String?
+    /// The request's ``APIRequest/priority``, as it was when the task was sent.
+    public let priority: Int
 
     let lock: Lock
     weak var engine: APIEngine?
@@ -102,7 +104,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// every attempt; `nil` when the request declares none.
     public var idempotencyKey: String? { idempotencyHeader?.value }
     init(
-        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, deadline: TimeInterval?,
+        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         lock: Lock? = nil
@@ -115,15 +117,16 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.cacheSettings = cacheSettings
         self.concurrencyPolicy = policy
         self.concurrencyScope = scope
+        self.priority = priority
         self.deadline = deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
     }
 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
-    convenience init(identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil) {
+    convenience init(identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0) {
         self.init(
-            identifier: identifier, policy: policy, scope: scope, deadline: nil,
+            identifier: identifier, policy: policy, scope: scope, priority: priority, deadline: nil,
             cacheSettings: CacheSettings(
                 option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
             sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
@@ -220,6 +223,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         self.request = request
         super.init(
             identifier: 0, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
+            priority: request.priority,
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

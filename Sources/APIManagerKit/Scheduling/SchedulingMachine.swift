@@ -83,15 +83,26 @@ struct SchedulingMachine {
             if scope.isIdle {
                 startDirectly(task, in: scope, into: &actions)
             } else {
-                scope.line.append(task, as: .line)
+                scope.line.join(task)
                 emit(.waiting, for: task, into: &actions)
             }
         case .waitUntilDoneHighPriority:
             if scope.hasRunning {
-                scope.line.prepend(task, as: .line)
+                scope.line.joinFront(task)
                 emit(.waiting, for: task, into: &actions)
             } else {
                 startDirectly(task, in: scope, into: &actions)
+            }
+        case .conflate:
+            if scope.isIdle {
+                startDirectly(task, in: scope, into: &actions)
+            } else {
+                // Replaces every waiting task; the running ones go on, so the scope stays open.
+                for waiting in scope.line.snapshot() {
+                    end(waiting, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
+                }
+                scope.line.join(task)
+                emit(.waiting, for: task, into: &actions)
             }
         case .ignoreCurrent:
             if scope.isIdle {
@@ -364,7 +375,7 @@ struct SchedulingMachine {
             switch task.record.membership {
             case .started: scope.started.remove(task)
             case .startedFromLine: scope.startedFromLine.remove(task)
-            case .line: scope.line.remove(task)
+            case .line, .lineFront: scope.line.remove(task)
             case .none: break
             }
             task.record.scope = nil
@@ -422,7 +433,9 @@ struct SchedulingRecord {
         var abandonedAttempt: Int?
     }
 
-    enum Membership { case none, started, startedFromLine, line }
+    /// Which list of its scope the task is in: started when sent, started from the line, or waiting
+    /// (at the line's front, or by priority).
+    enum Membership { case none, started, startedFromLine, line, lineFront }
 
     fileprivate(set) var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
     /// The number of attempts started; the current (or last) attempt's number.
@@ -507,6 +520,81 @@ struct TaskList {
     }
 }
 
+/// A scope's waiting tasks, in the order they start: ``APIConcurrencyPolicy/waitUntilDoneHighPriority``
+/// tasks first, newest first; then by ``AnyAPITask/priority``, highest first, equal priorities in
+/// sending order. Joining, leaving and the head are O(1) for the front and for priority 0 (the
+/// default), and O(P) for another priority, P being the number of distinct priorities waiting.
+struct WaitingLine {
+    private var front = TaskList()
+    /// Priority 0, the default: no lookup.
+    private var normal = TaskList()
+    private var others: [Int: TaskList] = [:]
+    /// The priorities above 0 that have waiting tasks, highest first; then those below 0.
+    private var higher: [Int] = []
+    private var lower: [Int] = []
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    var head: AnyAPITask? {
+        if let head = front.head { return head }
+        if let priority = higher.first { return others[priority]?.head }
+        if let head = normal.head { return head }
+        if let priority = lower.first { return others[priority]?.head }
+        return nil
+    }
+
+    /// Joins by priority, behind the tasks of its priority.
+    fileprivate mutating func join(_ task: AnyAPITask) {
+        count += 1
+        let priority = task.priority
+        if priority == 0 {
+            normal.append(task, as: .line)
+            return
+        }
+        if others[priority] == nil {
+            if priority > 0 {
+                higher.insert(priority, at: higher.firstIndex { $0 < priority } ?? higher.endIndex)
+            } else {
+                lower.insert(priority, at: lower.firstIndex { $0 < priority } ?? lower.endIndex)
+            }
+        }
+        others[priority, default: TaskList()].append(task, as: .line)
+    }
+
+    /// Joins at the front, ahead of every waiting task.
+    fileprivate mutating func joinFront(_ task: AnyAPITask) {
+        count += 1
+        front.prepend(task, as: .lineFront)
+    }
+
+    fileprivate mutating func remove(_ task: AnyAPITask) {
+        count -= 1
+        let priority = task.priority
+        if task.record.membership == .lineFront {
+            front.remove(task)
+        } else if priority == 0 {
+            normal.remove(task)
+        } else {
+            others[priority]?.remove(task)
+            if others[priority]?.isEmpty ?? true {
+                others[priority] = nil
+                higher.removeAll { $0 == priority }
+                lower.removeAll { $0 == priority }
+            }
+        }
+    }
+
+    /// The waiting tasks, head first.
+    func snapshot() -> [AnyAPITask] {
+        var tasks = front.snapshot()
+        for priority in higher { tasks += others[priority]?.snapshot() ?? [] }
+        tasks += normal.snapshot()
+        for priority in lower { tasks += others[priority]?.snapshot() ?? [] }
+        return tasks
+    }
+}
+
 /// The in-flight tasks of one concurrency scope of one engine. Guarded by the engine's lock, which
 /// makes the runtime's exclusivity checks of its lists redundant: they are off.
 final class ScopeState {
@@ -516,7 +604,7 @@ final class ScopeState {
     /// Tasks started from the line; at most one at a time, since each waits for those before it.
     @exclusivity(unchecked) fileprivate(set) var startedFromLine = TaskList()
     /// Tasks waiting to start, head first.
-    @exclusivity(unchecked) fileprivate(set) var line = TaskList()
+    @exclusivity(unchecked) fileprivate(set) var line = WaitingLine()
 
     init(key: String?) { self.key = key }
 
