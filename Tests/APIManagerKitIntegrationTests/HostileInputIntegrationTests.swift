@@ -237,5 +237,7 @@ func describeKind(_ error: APIError) -> String {
     case .rejected: return "rejected"
     case .responseTooLarge: return "responseTooLarge"
     case .authenticationFailed: return "authenticationFailed"
+    case .lineFull(let maxLength): return "lineFull(\(maxLength))"
+    case .waitedTooLong(let maxWait): return "waitedTooLong(\(maxWait))"
     }
 }

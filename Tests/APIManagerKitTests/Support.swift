@@ -107,6 +107,8 @@ func describe(_ error: APIError) -> String {
     case .rejected: return "rejected"
     case .responseTooLarge(let limit): return "responseTooLarge(\(limit))"
     case .authenticationFailed(let error): return "authenticationFailed(\(error))"
+    case .lineFull(let maxLength): return "lineFull(\(maxLength))"
+    case .waitedTooLong(let maxWait): return "waitedTooLong(\(maxWait))"
     }
 }
 

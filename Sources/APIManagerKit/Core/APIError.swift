@@ -38,6 +38,12 @@ public enum APIError: Error, Sendable {
     /// (``APIAuthentication/RefreshError/tooManyRefreshes(limit:window:)``). Every task waiting for
     /// that refresh fails with it; the next request may start a new refresh. Never retried.
     case authenticationFailed(underlying: any Error)
+    /// The task would have joined its scope's line behind `maxLength` waiting tasks, the most its
+    /// request's ``APIRequest/lineLimit`` allows; it ended at once and nothing was sent.
+    case lineFull(maxLength: Int)
+    /// The task waited in its scope's line for `maxWait` seconds, the longest its request's
+    /// ``APIRequest/lineLimit`` allows, without starting; it left the line and nothing was sent.
+    case waitedTooLong(maxWait: TimeInterval)
 
     /// Why a task was cancelled.
     public enum CancellationReason: String, Sendable, Hashable {
@@ -150,6 +156,10 @@ extension APIError: LocalizedError, CustomStringConvertible {
             return "The response body was larger than the limit of \(limit) bytes; the transfer was stopped."
         case .authenticationFailed(let error):
             return "The server refused the credential and it could not be refreshed: \(error)"
+        case .lineFull(let maxLength):
+            return "The request was not sent: \(maxLength) requests were already waiting in its line, its limit."
+        case .waitedTooLong(let maxWait):
+            return "The request was not sent: it waited in its line for \(maxWait) s, its limit, without starting."
         }
     }
 }

@@ -49,6 +49,9 @@ public protocol APIRequest: Sendable {
     /// priorities in sending order. `0` unless overridden. ``APIConcurrencyPolicy/waitUntilDoneHighPriority``
     /// tasks still wait ahead of all others, newest first. Read once, when the task is sent.
     var priority: Int { get }
+    /// How long the task may wait in its scope's line, by the number of tasks already waiting and by
+    /// time (see ``APILineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
+    var lineLimit: APILineLimit? { get }
     /// Whether and how a failed attempt is retried. `nil` (no retry) unless overridden.
     var retryPolicy: APIRetryPolicy? { get }
     /// The longest the task may take, all attempts and retry delays included, counted from
@@ -108,6 +111,7 @@ extension APIRequest {
     public var timeout: TimeInterval { 60 }
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
     public var priority: Int { 0 }
+    public var lineLimit: APILineLimit? { nil }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }

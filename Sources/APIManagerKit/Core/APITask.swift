@@ -56,6 +56,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     public let concurrencyScope: String?
     /// The request's ``APIRequest/priority``, as it was when the task was sent.
     public let priority: Int
+    /// The request's ``APIRequest/lineLimit``, read when it is sent.
+    let lineLimit: APILineLimit?
 
     let lock: Lock
     weak var engine: APIEngine?
@@ -104,7 +106,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// every attempt; `nil` when the request declares none.
     public var idempotencyKey: String? { idempotencyHeader?.value }
     init(
-        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0, deadline: TimeInterval?,
+        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
+        lineLimit: APILineLimit? = nil, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         lock: Lock? = nil
@@ -118,15 +121,20 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.concurrencyPolicy = policy
         self.concurrencyScope = scope
         self.priority = priority
+        self.lineLimit = lineLimit
         self.deadline = deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
     }
 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
-    convenience init(identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0) {
+    convenience init(
+        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
+        lineLimit: APILineLimit? = nil
+    ) {
         self.init(
-            identifier: identifier, policy: policy, scope: scope, priority: priority, deadline: nil,
+            identifier: identifier, policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
+            deadline: nil,
             cacheSettings: CacheSettings(
                 option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
             sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
@@ -223,7 +231,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         self.request = request
         super.init(
             identifier: 0, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
-            priority: request.priority,
+            priority: request.priority, lineLimit: request.lineLimit,
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

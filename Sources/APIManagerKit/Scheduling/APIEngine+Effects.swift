@@ -30,6 +30,12 @@ extension APIEngine {
             }
             transition { machine, actions in machine.deadlineTimerSet(task, timer: timer, into: &actions) }
         }
+        for (task, maxWait) in actions.waitLimits {
+            let timer = clock.schedule(after: maxWait) { [weak self, weak task] in
+                if let task { self?.waitLimitFired(task, maxWait: maxWait) }
+            }
+            transition { $0.waitLimitSet(task, timer: timer, into: &$1) }
+        }
         for (task, attempt, delay) in actions.retries {
             let timer = clock.schedule(after: delay) { [weak self, weak task] in
                 if let task { self?.retryTimerFired(task, attempt: attempt) }

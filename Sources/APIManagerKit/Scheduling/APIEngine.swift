@@ -231,13 +231,19 @@ public final class APIEngine: @unchecked Sendable {
     /// whatever the hook says.
     static func mayRetry(_ error: APIError) -> Bool {
         switch error {
-        case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge, .authenticationFailed: return false
+        case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge, .authenticationFailed, .lineFull,
+            .waitedTooLong:
+            return false
         case .transport, .invalidRequest, .unacceptableStatus, .rejected: return true
         }
     }
 
     func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
         transition { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }
+    }
+
+    func waitLimitFired(_ task: AnyAPITask, maxWait: TimeInterval) {
+        transition { machine, actions in machine.waitLimitFired(task, maxWait: maxWait, into: &actions) }
     }
 
     func deadlineFired(_ task: AnyAPITask, deadline: TimeInterval) {

@@ -16,6 +16,9 @@ extension SchedulingMachine {
         case scheduleRetry(AnyAPITask, attempt: Int, after: Double)
         /// Schedule the task's deadline; report it with ``deadlineTimerSet(_:timer:)``.
         case scheduleDeadline(AnyAPITask, after: Double)
+        /// Schedule the end of the task's wait in line (``APILineLimit/maxWait``); report it with
+        /// ``waitLimitSet(_:timer:into:)``.
+        case scheduleWaitLimit(AnyAPITask, after: Double)
         /// Tell the async caller waiting for the task.
         case tell(AnyAPITask, AnyAPITask.Observation)
 
@@ -28,7 +31,8 @@ extension SchedulingMachine {
                 return a == b
             case (.scheduleRetry(let a, let x, let d), .scheduleRetry(let b, let y, let e)):
                 return a === b && x == y && d == e
-            case (.scheduleDeadline(let a, let d), .scheduleDeadline(let b, let e)):
+            case (.scheduleDeadline(let a, let d), .scheduleDeadline(let b, let e)),
+                (.scheduleWaitLimit(let a, let d), .scheduleWaitLimit(let b, let e)):
                 return a === b && d == e
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
@@ -47,6 +51,8 @@ extension SchedulingMachine {
                 return "scheduleRetry(\(task.identifier)#\(attempt), after: \(delay))"
             case .scheduleDeadline(let task, let deadline):
                 return "scheduleDeadline(\(task.identifier), after: \(deadline))"
+            case .scheduleWaitLimit(let task, let wait):
+                return "scheduleWaitLimit(\(task.identifier), after: \(wait))"
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
             }
         }
@@ -66,12 +72,13 @@ extension SchedulingMachine {
 
     /// What a transition decided, and whether queued events are to be delivered. Kept by kind, each
     /// kind in the order decided, as the engine performs them: cancellations, then the async
-    /// callers, the deadline and retry timers, and the attempts to start (nearly always one, kept
+    /// callers, the deadline, wait-limit and retry timers, and the attempts to start (nearly always one, kept
     /// inline, so a transition allocates nothing). ``list`` gives them as ``Action``s, in that order.
     struct Actions: Equatable, Sequence {
         private(set) var cancellations: [any APICancellable] = []
         private(set) var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
         private(set) var deadlines: [(task: AnyAPITask, after: Double)] = []
+        private(set) var waitLimits: [(task: AnyAPITask, after: Double)] = []
         private(set) var retries: [(task: AnyAPITask, attempt: Int, after: Double)] = []
         private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
         /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
@@ -90,6 +97,7 @@ extension SchedulingMachine {
             case .cancel(let handle): cancellations.append(handle.cancellable)
             case .scheduleRetry(let task, let attempt, let delay): retries.append((task, attempt, delay))
             case .scheduleDeadline(let task, let deadline): deadlines.append((task, deadline))
+            case .scheduleWaitLimit(let task, let wait): waitLimits.append((task, wait))
             case .tell(let task, let observation): observations.append((task, observation))
             }
         }
@@ -109,6 +117,7 @@ extension SchedulingMachine {
             var list = cancellations.map { Action.cancel(Handle($0)) }
             list += observations.map { Action.tell($0.0, $0.1) }
             list += deadlines.map { Action.scheduleDeadline($0.task, after: $0.after) }
+            list += waitLimits.map { Action.scheduleWaitLimit($0.task, after: $0.after) }
             list += retries.map { Action.scheduleRetry($0.task, attempt: $0.attempt, after: $0.after) }
             list += starts.map { Action.start($0.task, attempt: $0.attempt) }
             if let send { list.append(.send(send.task, attempt: send.attempt)) }

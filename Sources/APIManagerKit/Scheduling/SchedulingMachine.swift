@@ -60,7 +60,7 @@ struct SchedulingMachine {
         nextSequence += 1
         task.record.sequence = nextSequence
         task.identifier = nextSequence
-        task.record.lifecycle = .waiting
+        task.record.lifecycle = .waiting(timer: nil)
         if let reason = cancelledBeforeSend {
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
             return
@@ -83,26 +83,26 @@ struct SchedulingMachine {
             if scope.isIdle {
                 startDirectly(task, in: scope, into: &actions)
             } else {
-                scope.line.join(task)
-                emit(.waiting, for: task, into: &actions)
+                wait(task, in: scope, atFront: false, into: &actions)
             }
         case .waitUntilDoneHighPriority:
             if scope.hasRunning {
-                scope.line.joinFront(task)
-                emit(.waiting, for: task, into: &actions)
+                wait(task, in: scope, atFront: true, into: &actions)
             } else {
                 startDirectly(task, in: scope, into: &actions)
             }
         case .conflate:
             if scope.isIdle {
                 startDirectly(task, in: scope, into: &actions)
+            } else if task.lineLimit?.effectiveMaxLength == 0 {
+                // It could not wait even alone: it replaces nothing.
+                end(task, with: .failure(.lineFull(maxLength: 0)), into: &actions)
             } else {
                 // Replaces every waiting task; the running ones go on, so the scope stays open.
                 for waiting in scope.line.snapshot() {
                     end(waiting, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
                 }
-                scope.line.join(task)
-                emit(.waiting, for: task, into: &actions)
+                wait(task, in: scope, atFront: false, into: &actions)
             }
         case .ignoreCurrent:
             if scope.isIdle {
@@ -252,6 +252,23 @@ struct SchedulingMachine {
         beginAttempt(task, into: &actions)
     }
 
+    /// The timer of ``Action/scheduleWaitLimit(_:after:)`` was set: kept while the task waits, else
+    /// cancelled.
+    mutating func waitLimitSet(_ task: AnyAPITask, timer: any APICancellable, into actions: inout Actions) {
+        if case .waiting(nil) = task.record.lifecycle {
+            task.record.lifecycle = .waiting(timer: timer)
+        } else {
+            actions.append(.cancel(Handle(timer)))
+        }
+    }
+
+    /// The task's wait limit passed: still waiting, it leaves the line and ends; nothing was sent.
+    mutating func waitLimitFired(_ task: AnyAPITask, maxWait: Double, into actions: inout Actions) {
+        guard case .waiting = task.record.lifecycle, task.record.membership != .none else { return }
+        task.record.lifecycle = .waiting(timer: nil)  // it fired
+        end(task, with: .failure(.waitedTooLong(maxWait: maxWait)), into: &actions)
+    }
+
     /// The timer of ``Action/scheduleDeadline(_:after:)`` was set: kept, or cancelled when the task
     /// has ended.
     mutating func deadlineTimerSet(_ task: AnyAPITask, timer: any APICancellable, into actions: inout Actions) {
@@ -298,12 +315,29 @@ struct SchedulingMachine {
         return scope
     }
 
+    /// The task joins the line (at its front, or by priority), unless the line is already as long as
+    /// its ``APILineLimit/maxLength`` allows; its ``APILineLimit/maxWait`` timer is to be set.
+    private mutating func wait(
+        _ task: AnyAPITask, in scope: ScopeState, atFront: Bool, into actions: inout Actions
+    ) {
+        if let maxLength = task.lineLimit?.effectiveMaxLength, scope.line.count >= maxLength {
+            end(task, with: .failure(.lineFull(maxLength: maxLength)), into: &actions)
+            return
+        }
+        if atFront { scope.line.joinFront(task) } else { scope.line.join(task) }
+        emit(.waiting, for: task, into: &actions)
+        if let maxWait = task.lineLimit?.effectiveMaxWait {
+            actions.append(.scheduleWaitLimit(task, after: maxWait))
+        }
+    }
+
     private mutating func startDirectly(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
         scope.started.append(task, as: .started)
         beginAttempt(task, into: &actions)
     }
 
     private mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {
+        if case .waiting(let timer?) = task.record.lifecycle { actions.append(.cancel(Handle(timer))) }
         task.record.attemptCount += 1
         let attempt = task.record.attemptCount
         task.record.lifecycle = .running(SchedulingRecord.RunningAttempt(number: attempt))
@@ -346,7 +380,7 @@ struct SchedulingMachine {
             case .starting: if !attemptIsOver { ending.abandonedAttempt = running.number }
             }
             for work in running.work { actions.append(.cancel(Handle(work))) }
-        case .waitingForRetry(_, let timer?):
+        case .waitingForRetry(_, let timer?), .waiting(let timer?):
             actions.append(.cancel(Handle(timer)))
         case .created, .waiting, .waitingForRetry:
             break
@@ -398,8 +432,8 @@ struct SchedulingRecord {
     enum Lifecycle {
         /// Made, not yet sent; `cancelledBeforeSend` when it was cancelled already.
         case created(cancelledBeforeSend: APIError.CancellationReason?)
-        /// Sent, in its scope's line.
-        case waiting
+        /// Sent, in its scope's line; with the timer of its ``APILineLimit/maxWait`` once set.
+        case waiting(timer: (any APICancellable)?)
         /// An attempt runs.
         case running(RunningAttempt)
         /// An attempt failed; the next one starts when the timer (once set) fires.
@@ -459,10 +493,10 @@ struct SchedulingRecord {
         return false
     }
 
-    /// Takes the lifecycle out, leaving `.waiting` in its place, so that a transition changes its
+    /// Takes the lifecycle out, leaving `.waiting(timer: nil)` in its place, so that a transition changes its
     /// payload and puts it back without copying it (every path puts one back).
     fileprivate mutating func takeLifecycle() -> Lifecycle {
-        var taken = Lifecycle.waiting
+        var taken = Lifecycle.waiting(timer: nil)
         swap(&taken, &lifecycle)
         return taken
     }
