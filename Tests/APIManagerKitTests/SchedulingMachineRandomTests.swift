@@ -144,6 +144,15 @@ struct SchedulingMachineRandomTests {
 
     private func check(_ harness: MachineHarness, seed: UInt64, step: Int) {
         let place = "seed \(seed) step \(step)"
+        // A limited task never starts while its limit (4, the default) of the scope's tasks run, so at
+        // most four limited tasks of a scope run at once.
+        for scope in [nil, "a", "b"] as [String?] {
+            let runningLimited = harness.tasks.filter {
+                $0.concurrencyPolicy == .limited && $0.concurrencyScope == scope
+                    && ($0.phase == .running || $0.phase == .waitingForRetry)
+            }
+            #expect(runningLimited.count <= 4, "\(place): \(runningLimited.count) limited tasks run")
+        }
         // No task both waiting and running: a task in a line waits, a started one runs or waits for a retry.
         for task in harness.tasks {
             switch task.record.membership {

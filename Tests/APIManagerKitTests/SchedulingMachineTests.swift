@@ -166,6 +166,8 @@ struct SchedulingMachineTests {
         #expect(h.events(of: task) == ["waiting"])
         h.finish(h.tasks[0])
         #expect(h.events(of: task) == ["waiting", "started 1"], "starts when the running task has ended")
+        (h, task) = Self.outcome(of: .limited, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["started 1"], "one runs, fewer than its limit of 4: starts alongside")
     }
 
     @Test(arguments: [nil, "s"] as [String?])
@@ -196,6 +198,9 @@ struct SchedulingMachineTests {
         #expect(h.events(of: h.tasks[0]) == ["started 1"], "the running task goes on")
         #expect(h.machine.inFlightTasks == [h.tasks[0], task])
         #expect(h.starts == ["1#1"], "the replaced task was never started")
+
+        (h, task) = Self.outcome(of: .limited, when: .runningAndLine, scope: scope)
+        #expect(h.machine.inFlightTasks == [h.tasks[0], h.tasks[1], task], "joins the line: someone waits")
     }
 
     @Test func theHeadStartsOnlyWhenEveryTaskSentBeforeItHasEnded() {

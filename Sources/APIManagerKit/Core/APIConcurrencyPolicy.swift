@@ -24,4 +24,8 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// in their place, starting as `waitUntilDone` would; otherwise starts at once. So among such
     /// tasks at most one runs and one waits. Autosave: only the newest version is sent next.
     case conflate
+    /// Runs while fewer than ``APIRequest/concurrencyLimit`` tasks of the scope are running and none
+    /// is waiting; otherwise waits in the line (by priority) and starts, as the line's head, as soon
+    /// as fewer than that many run. A gallery: at most four downloads at once.
+    case limited
 }

@@ -49,6 +49,10 @@ public protocol APIRequest: Sendable {
     /// priorities in sending order. `0` unless overridden. ``APIConcurrencyPolicy/waitUntilDoneHighPriority``
     /// tasks still wait ahead of all others, newest first. Read once, when the task is sent.
     var priority: Int { get }
+    /// How many tasks of the scope may run at once for a ``APIConcurrencyPolicy/limited`` task to
+    /// start (tasks waiting for a retry count as running). `4` unless overridden; a value under `1`
+    /// counts as `1`. Read once, when the task is sent; other policies ignore it.
+    var concurrencyLimit: Int { get }
     /// How long the task may wait in its scope's line, by the number of tasks already waiting and by
     /// time (see ``APILineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
     var lineLimit: APILineLimit? { get }
@@ -111,6 +115,7 @@ extension APIRequest {
     public var timeout: TimeInterval { 60 }
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
     public var priority: Int { 0 }
+    public var concurrencyLimit: Int { 4 }
     public var lineLimit: APILineLimit? { nil }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }

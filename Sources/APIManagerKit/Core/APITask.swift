@@ -58,6 +58,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     public let priority: Int
     /// The request's ``APIRequest/lineLimit``, read when it is sent.
     let lineLimit: APILineLimit?
+    /// The request's ``APIRequest/concurrencyLimit``, at least 1, read when it is sent.
+    let concurrencyLimit: Int
 
     let lock: Lock
     weak var engine: APIEngine?
@@ -107,7 +109,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     public var idempotencyKey: String? { idempotencyHeader?.value }
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
-        lineLimit: APILineLimit? = nil, deadline: TimeInterval?,
+        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         lock: Lock? = nil
@@ -122,6 +124,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.concurrencyScope = scope
         self.priority = priority
         self.lineLimit = lineLimit
+        self.concurrencyLimit = max(1, concurrencyLimit)
         self.deadline = deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
@@ -130,11 +133,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
     convenience init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
-        lineLimit: APILineLimit? = nil
+        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4
     ) {
         self.init(
             identifier: identifier, policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
-            deadline: nil,
+            concurrencyLimit: concurrencyLimit, deadline: nil,
             cacheSettings: CacheSettings(
                 option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
             sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
@@ -231,7 +234,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         self.request = request
         super.init(
             identifier: 0, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
-            priority: request.priority, lineLimit: request.lineLimit,
+            priority: request.priority, lineLimit: request.lineLimit, concurrencyLimit: request.concurrencyLimit,
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

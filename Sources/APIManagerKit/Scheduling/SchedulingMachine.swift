@@ -104,6 +104,12 @@ struct SchedulingMachine {
                 }
                 wait(task, in: scope, atFront: false, into: &actions)
             }
+        case .limited:
+            if scope.line.isEmpty && scope.runningCount < task.concurrencyLimit {
+                startDirectly(task, in: scope, into: &actions)
+            } else {
+                wait(task, in: scope, atFront: false, into: &actions)
+            }
         case .ignoreCurrent:
             if scope.isIdle {
                 startDirectly(task, in: scope, into: &actions)
@@ -635,7 +641,8 @@ final class ScopeState {
     let key: String?
     /// Tasks started when they were sent, in submission order (so `head` has the smallest `sequence`).
     @exclusivity(unchecked) fileprivate(set) var started = TaskList()
-    /// Tasks started from the line; at most one at a time, since each waits for those before it.
+    /// Tasks started from the line: one at a time, since each waits for those before it, except
+    /// ``APIConcurrencyPolicy/limited`` tasks, which start while fewer than their limit run.
     @exclusivity(unchecked) fileprivate(set) var startedFromLine = TaskList()
     /// Tasks waiting to start, head first.
     @exclusivity(unchecked) fileprivate(set) var line = WaitingLine()
@@ -643,11 +650,15 @@ final class ScopeState {
     init(key: String?) { self.key = key }
 
     var isIdle: Bool { started.isEmpty && startedFromLine.isEmpty && line.isEmpty }
+    /// The tasks of the scope running an attempt or waiting for a retry.
+    var runningCount: Int { started.count + startedFromLine.count }
     var hasRunning: Bool { !started.isEmpty || !startedFromLine.isEmpty }
 
-    /// Whether the head of the line may start: nothing started from the line is still in flight, and
-    /// every task started directly that was sent before it has ended.
+    /// Whether the head of the line may start: a ``APIConcurrencyPolicy/limited`` head when fewer
+    /// than its limit run; any other when nothing started from the line is still in flight and every
+    /// task started directly that was sent before it has ended.
     func canStart(_ candidate: AnyAPITask) -> Bool {
+        if candidate.concurrencyPolicy == .limited { return runningCount < candidate.concurrencyLimit }
         guard startedFromLine.isEmpty else { return false }
         guard let oldest = started.head else { return true }
         return oldest.record.sequence > candidate.record.sequence
