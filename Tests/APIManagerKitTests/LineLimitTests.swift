@@ -72,7 +72,7 @@ struct LineLimitTests {
         #expect(Array(h.lastActions) == [.scheduleWaitLimit(impatient, after: 5)])
         let last = h.send(.waitUntilDone, scope: scope)
         let timer = Timer()
-        #expect(Array(h.run { $0.waitLimitSet(impatient, timer: timer, into: &$1) }) == [])
+        #expect(Array(h.run { $0.waitTimerSet(impatient, timer: timer, into: &$1) }) == [])
         #expect(Array(h.run { $0.waitLimitFired(impatient, maxWait: 5, into: &$1) }) == [])
         #expect(h.events(of: impatient) == ["waiting", "failed \(APIError.waitedTooLong(maxWait: 5))"])
         #expect(h.machine.inFlightTasks == [running, first, last])
@@ -86,7 +86,7 @@ struct LineLimitTests {
         let running = h.send(.default)
         let task = h.send(.waitUntilDone, limit: APILineLimit(maxWait: 5))
         let timer = Timer()
-        h.run { $0.waitLimitSet(task, timer: timer, into: &$1) }
+        h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         h.finish(running)
         #expect(h.lastActions.contains(.cancel(SchedulingMachine.Handle(timer))))
         #expect(h.lastActions.contains(.start(task, attempt: 1)))
@@ -99,10 +99,10 @@ struct LineLimitTests {
         h.send(.default)
         let task = h.send(.waitUntilDone, limit: APILineLimit(maxWait: 5))
         let timer = Timer()
-        h.run { $0.waitLimitSet(task, timer: timer, into: &$1) }
+        h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
         let late = Timer()
-        #expect(Array(h.run { $0.waitLimitSet(task, timer: late, into: &$1) }) == [.cancel(.init(late))])
+        #expect(Array(h.run { $0.waitTimerSet(task, timer: late, into: &$1) }) == [.cancel(.init(late))])
     }
 
     @Test func aWaitLimitThatIsNotFiniteIsNoLimit() {

@@ -24,7 +24,7 @@ struct SchedulingMachineRandomTests {
         var replayed: Set<UInt64> = []
         for step in 0..<steps {
             let live = harness.tasks.filter { $0.phase != .ended }
-            switch pick(14) {
+            switch pick(15) {
             case 0, 1, 2:
                 let policy = APIConcurrencyPolicy.allCases[pick(APIConcurrencyPolicy.allCases.count)]
                 let scope = [nil, "a", "b"][pick(3)]
@@ -109,6 +109,12 @@ struct SchedulingMachineRandomTests {
                     let needed = waitsForRetry || task.phase == .running
                     #expect(cancelled != needed || waitsForRetry, "seed \(seed) step \(step): a step kept or lost")
                 }
+            case 14:
+                // A debounced or throttled task's quiet wait ends.
+                if let task = live.filter({ $0.record.membership == .quiet }).randomElement(using: &random) {
+                    harness.run { machine, actions in machine.quietEnded(task, into: &actions) }
+                    #expect(task.phase == .running, "seed \(seed) step \(step): a quiet task did not start")
+                }
             default:
                 // A late answer for an attempt that is no longer current changes nothing.
                 if let task = harness.tasks.randomElement(using: &random) {
@@ -156,7 +162,7 @@ struct SchedulingMachineRandomTests {
         // No task both waiting and running: a task in a line waits, a started one runs or waits for a retry.
         for task in harness.tasks {
             switch task.record.membership {
-            case .line, .lineFront:
+            case .line, .lineFront, .quiet:
                 #expect(task.phase == .waiting, "\(place): task \(task.identifier) in line but \(task.phase)")
             case .started, .startedFromLine:
                 #expect(

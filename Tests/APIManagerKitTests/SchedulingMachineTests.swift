@@ -141,11 +141,20 @@ struct SchedulingMachineTests {
         return (h, task)
     }
 
-    @Test(arguments: APIConcurrencyPolicy.allCases, [nil, "s"] as [String?])
-    func everyPolicyStartsAtOnceInAnIdleScope(policy: APIConcurrencyPolicy, scope: String?) {
+    @Test(arguments: APIConcurrencyPolicy.allCases.filter { $0 != .debounce }, [nil, "s"] as [String?])
+    func everyPolicyButDebounceStartsAtOnceInAnIdleScope(policy: APIConcurrencyPolicy, scope: String?) {
         let (h, task) = Self.outcome(of: policy, when: .nothing, scope: scope)
         #expect(h.events(of: task) == ["started 1"])
         #expect(h.starts == ["1#1"])
+    }
+
+    @Test(arguments: [nil, "s"] as [String?])
+    func aDebouncedTaskWaitsItsQuietIntervalEvenInAnIdleScope(scope: String?) {
+        var (h, task) = Self.outcome(of: .debounce, when: .nothing, scope: scope)
+        #expect(h.events(of: task) == ["waiting"])
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(task, after: 0.3)])
+        h.run { $0.quietEnded(task, into: &$1) }
+        #expect(h.events(of: task) == ["waiting", "started 1"])
     }
 
     @Test(arguments: [nil, "s"] as [String?])

@@ -28,4 +28,23 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// is waiting; otherwise waits in the line (by priority) and starts, as the line's head, as soon
     /// as fewer than that many run. A gallery: at most four downloads at once.
     case limited
+    /// Waits a quiet interval (``APIRequest/debounceInterval``) before it starts; a newer `debounce`
+    /// task of the scope sent during the wait replaces it (it ends as cancelled, reason
+    /// ``APIError/CancellationReason/policy``, and nothing was sent for it). When the interval has
+    /// passed it starts at once, alongside whatever runs. Search-as-you-type: only the query typed
+    /// last, after a pause, is sent.
+    case debounce
+    /// Starts at most once per ``APIRequest/throttleInterval`` in the scope, counted from the last
+    /// `throttle` task's start; a task sent sooner waits for its turn or, if the request's
+    /// ``APIRequest/throttleMode`` is ``APIThrottleMode/ignore``, ends at once as ignored. At most one
+    /// refresh per interval.
+    case throttle
+}
+
+/// What a ``APIConcurrencyPolicy/throttle`` task sent before its scope's next turn does.
+public enum APIThrottleMode: String, Sendable, Hashable, CaseIterable {
+    /// It waits for its turn, and starts then; later ones take the turns after it.
+    case wait
+    /// It ends at once as ignored (``APIError/ignored``) and is never sent.
+    case ignore
 }

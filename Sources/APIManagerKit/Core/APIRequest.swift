@@ -53,6 +53,17 @@ public protocol APIRequest: Sendable {
     /// start (tasks waiting for a retry count as running). `4` unless overridden; a value under `1`
     /// counts as `1`. Read once, when the task is sent; other policies ignore it.
     var concurrencyLimit: Int { get }
+    /// The quiet interval a ``APIConcurrencyPolicy/debounce`` task waits before it starts, in seconds
+    /// of the engine's clock. `0.3` unless overridden; a negative value or one that is not a finite
+    /// number counts as `0`.
+    var debounceInterval: TimeInterval { get }
+    /// The least time between the starts of two ``APIConcurrencyPolicy/throttle`` tasks of the scope,
+    /// in seconds of the engine's clock. `1` unless overridden; a negative value or one that is not a
+    /// finite number counts as `0`.
+    var throttleInterval: TimeInterval { get }
+    /// What a ``APIConcurrencyPolicy/throttle`` task sent before its turn does. ``APIThrottleMode/wait``
+    /// unless overridden.
+    var throttleMode: APIThrottleMode { get }
     /// How long the task may wait in its scope's line, by the number of tasks already waiting and by
     /// time (see ``APILineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
     var lineLimit: APILineLimit? { get }
@@ -116,6 +127,9 @@ extension APIRequest {
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
     public var priority: Int { 0 }
     public var concurrencyLimit: Int { 4 }
+    public var debounceInterval: TimeInterval { 0.3 }
+    public var throttleInterval: TimeInterval { 1 }
+    public var throttleMode: APIThrottleMode { .wait }
     public var lineLimit: APILineLimit? { nil }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }

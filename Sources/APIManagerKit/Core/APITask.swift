@@ -60,6 +60,23 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let lineLimit: APILineLimit?
     /// The request's ``APIRequest/concurrencyLimit``, at least 1, read when it is sent.
     let concurrencyLimit: Int
+    /// The request's pacing, read when it is sent: its debounce interval and its throttle interval
+    /// (each a finite number of seconds, at least 0), and whether an early throttled task waits.
+    let pacing: Pacing
+
+    struct Pacing {
+        var debounceInterval: Double = 0.3
+        var throttleInterval: Double = 1
+        var throttleWaits = true
+
+        init() {}
+
+        init(debounceInterval: Double, throttleInterval: Double, throttleMode: APIThrottleMode) {
+            self.debounceInterval = debounceInterval.isFinite ? max(0, debounceInterval) : 0
+            self.throttleInterval = throttleInterval.isFinite ? max(0, throttleInterval) : 0
+            self.throttleWaits = throttleMode == .wait
+        }
+    }
 
     let lock: Lock
     weak var engine: APIEngine?
@@ -109,7 +126,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     public var idempotencyKey: String? { idempotencyHeader?.value }
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
-        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, deadline: TimeInterval?,
+        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
+        deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         lock: Lock? = nil
@@ -125,6 +143,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.priority = priority
         self.lineLimit = lineLimit
         self.concurrencyLimit = max(1, concurrencyLimit)
+        self.pacing = pacing
         self.deadline = deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
@@ -133,11 +152,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
     convenience init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
-        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4
+        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing()
     ) {
         self.init(
             identifier: identifier, policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
-            concurrencyLimit: concurrencyLimit, deadline: nil,
+            concurrencyLimit: concurrencyLimit, pacing: pacing, deadline: nil,
             cacheSettings: CacheSettings(
                 option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
             sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
@@ -235,6 +254,9 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         super.init(
             identifier: 0, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
             priority: request.priority, lineLimit: request.lineLimit, concurrencyLimit: request.concurrencyLimit,
+            pacing: Pacing(
+                debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
+                throttleMode: request.throttleMode),
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

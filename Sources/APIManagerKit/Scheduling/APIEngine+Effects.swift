@@ -34,7 +34,13 @@ extension APIEngine {
             let timer = clock.schedule(after: maxWait) { [weak self, weak task] in
                 if let task { self?.waitLimitFired(task, maxWait: maxWait) }
             }
-            transition { $0.waitLimitSet(task, timer: timer, into: &$1) }
+            transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
+        }
+        for (task, interval) in actions.quietEnds {
+            let timer = clock.schedule(after: interval) { [weak self, weak task] in
+                if let task { self?.quietEnded(task) }
+            }
+            transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
         }
         for (task, attempt, delay) in actions.retries {
             let timer = clock.schedule(after: delay) { [weak self, weak task] in

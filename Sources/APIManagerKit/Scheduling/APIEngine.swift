@@ -206,7 +206,9 @@ public final class APIEngine: @unchecked Sendable {
     /// being submitted) ends it. `observed` says an async caller waits for it; its observer is
     /// registered before, so it never misses the end.
     func submit(_ task: AnyAPITask, observed: Bool = false) {
-        transition { machine, actions in machine.send(task, observed: observed, into: &actions) }
+        // Only a throttle reads the clock when it is sent.
+        let now = task.concurrencyPolicy == .throttle ? clock.now : 0
+        transition { machine, actions in machine.send(task, observed: observed, now: now, into: &actions) }
     }
 
     func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason) {
@@ -240,6 +242,10 @@ public final class APIEngine: @unchecked Sendable {
 
     func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
         transition { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }
+    }
+
+    func quietEnded(_ task: AnyAPITask) {
+        transition { machine, actions in machine.quietEnded(task, into: &actions) }
     }
 
     func waitLimitFired(_ task: AnyAPITask, maxWait: TimeInterval) {

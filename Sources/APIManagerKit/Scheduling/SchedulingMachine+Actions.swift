@@ -17,8 +17,11 @@ extension SchedulingMachine {
         /// Schedule the task's deadline; report it with ``deadlineTimerSet(_:timer:)``.
         case scheduleDeadline(AnyAPITask, after: Double)
         /// Schedule the end of the task's wait in line (``APILineLimit/maxWait``); report it with
-        /// ``waitLimitSet(_:timer:into:)``.
+        /// ``waitTimerSet(_:timer:into:)``.
         case scheduleWaitLimit(AnyAPITask, after: Double)
+        /// Schedule the end of a debounced or throttled task's quiet wait; report it with
+        /// ``waitTimerSet(_:timer:into:)``.
+        case scheduleQuietEnd(AnyAPITask, after: Double)
         /// Tell the async caller waiting for the task.
         case tell(AnyAPITask, AnyAPITask.Observation)
 
@@ -32,7 +35,8 @@ extension SchedulingMachine {
             case (.scheduleRetry(let a, let x, let d), .scheduleRetry(let b, let y, let e)):
                 return a === b && x == y && d == e
             case (.scheduleDeadline(let a, let d), .scheduleDeadline(let b, let e)),
-                (.scheduleWaitLimit(let a, let d), .scheduleWaitLimit(let b, let e)):
+                (.scheduleWaitLimit(let a, let d), .scheduleWaitLimit(let b, let e)),
+                (.scheduleQuietEnd(let a, let d), .scheduleQuietEnd(let b, let e)):
                 return a === b && d == e
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
@@ -53,6 +57,8 @@ extension SchedulingMachine {
                 return "scheduleDeadline(\(task.identifier), after: \(deadline))"
             case .scheduleWaitLimit(let task, let wait):
                 return "scheduleWaitLimit(\(task.identifier), after: \(wait))"
+            case .scheduleQuietEnd(let task, let wait):
+                return "scheduleQuietEnd(\(task.identifier), after: \(wait))"
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
             }
         }
@@ -79,6 +85,7 @@ extension SchedulingMachine {
         private(set) var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
         private(set) var deadlines: [(task: AnyAPITask, after: Double)] = []
         private(set) var waitLimits: [(task: AnyAPITask, after: Double)] = []
+        private(set) var quietEnds: [(task: AnyAPITask, after: Double)] = []
         private(set) var retries: [(task: AnyAPITask, attempt: Int, after: Double)] = []
         private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
         /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
@@ -98,6 +105,7 @@ extension SchedulingMachine {
             case .scheduleRetry(let task, let attempt, let delay): retries.append((task, attempt, delay))
             case .scheduleDeadline(let task, let deadline): deadlines.append((task, deadline))
             case .scheduleWaitLimit(let task, let wait): waitLimits.append((task, wait))
+            case .scheduleQuietEnd(let task, let wait): quietEnds.append((task, wait))
             case .tell(let task, let observation): observations.append((task, observation))
             }
         }
@@ -118,6 +126,7 @@ extension SchedulingMachine {
             list += observations.map { Action.tell($0.0, $0.1) }
             list += deadlines.map { Action.scheduleDeadline($0.task, after: $0.after) }
             list += waitLimits.map { Action.scheduleWaitLimit($0.task, after: $0.after) }
+            list += quietEnds.map { Action.scheduleQuietEnd($0.task, after: $0.after) }
             list += retries.map { Action.scheduleRetry($0.task, attempt: $0.attempt, after: $0.after) }
             list += starts.map { Action.start($0.task, attempt: $0.attempt) }
             if let send { list.append(.send(send.task, attempt: send.attempt)) }

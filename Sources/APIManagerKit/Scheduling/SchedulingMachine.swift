@@ -19,6 +19,14 @@ struct SchedulingMachine {
     private let defaultScope = ScopeState(key: nil)
     private var namedScopes: [String: ScopeState] = [:]
     private var nextSequence: UInt64 = 0
+    /// Per scope key, when the next ``APIConcurrencyPolicy/throttle`` task may start, on the engine's
+    /// clock. Kept past the scope's last task (a throttle outlives it), and pruned of passed turns.
+    private var throttleTurns: [ScopeKey: Double] = [:]
+
+    /// A scope key as a dictionary key (`nil` is a scope of its own).
+    private struct ScopeKey: Hashable {
+        let key: String?
+    }
     private var outbox = EventOutbox()
 
     // MARK: Reading
@@ -29,7 +37,7 @@ struct SchedulingMachine {
     }
 
     private static func count(of scope: ScopeState) -> Int {
-        scope.started.count + scope.startedFromLine.count + scope.line.count
+        scope.started.count + scope.startedFromLine.count + scope.line.count + scope.quiet.count
     }
 
     /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
@@ -39,6 +47,7 @@ struct SchedulingMachine {
             tasks += scope.started.snapshot()
             tasks += scope.startedFromLine.snapshot()
             tasks += scope.line.snapshot()
+            tasks += scope.quiet.snapshot()
         }
         return tasks
     }
@@ -53,8 +62,9 @@ struct SchedulingMachine {
     // MARK: Events
 
     /// A task is sent: it gets its identifier, and its policy starts it, queues it, ignores it, or
-    /// (cancelled before it was sent) ends it.
-    mutating func send(_ task: AnyAPITask, observed: Bool, into actions: inout Actions) {
+    /// (cancelled before it was sent) ends it. `now` is the engine's clock, read for
+    /// ``APIConcurrencyPolicy/throttle`` tasks only.
+    mutating func send(_ task: AnyAPITask, observed: Bool, now: Double = 0, into actions: inout Actions) {
         guard case .created(let cancelledBeforeSend) = task.record.lifecycle else { return }
         task.record.isObserved = observed
         nextSequence += 1
@@ -71,7 +81,9 @@ struct SchedulingMachine {
         case .default:
             startDirectly(task, in: scope, into: &actions)
         case .cancelOthers:
-            for other in scope.started.snapshot() + scope.startedFromLine.snapshot() + scope.line.snapshot() {
+            for other in scope.started.snapshot() + scope.startedFromLine.snapshot() + scope.line.snapshot()
+                + scope.quiet.snapshot()
+            {
                 end(other, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
             }
             // Ending the last task of a named scope closed it; the new task opens it again, so the
@@ -109,6 +121,27 @@ struct SchedulingMachine {
                 startDirectly(task, in: scope, into: &actions)
             } else {
                 wait(task, in: scope, atFront: false, into: &actions)
+            }
+        case .debounce:
+            // Replaces the debounced tasks still in their quiet wait; throttled ones keep their turns.
+            for quiet in scope.quiet.snapshot() where quiet.concurrencyPolicy == .debounce {
+                end(quiet, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
+            }
+            let reopened = self.scope(for: task.concurrencyScope)
+            task.record.scope = reopened
+            waitQuietly(task, in: reopened, for: task.pacing.debounceInterval, into: &actions)
+        case .throttle:
+            let key = ScopeKey(key: task.concurrencyScope)
+            throttleTurns = throttleTurns.filter { $0.value > now }  // passed turns are forgotten
+            let turn = max(now, throttleTurns[key] ?? now)
+            if turn <= now {
+                throttleTurns[key] = now + task.pacing.throttleInterval
+                startDirectly(task, in: scope, into: &actions)
+            } else if task.pacing.throttleWaits {
+                throttleTurns[key] = turn + task.pacing.throttleInterval
+                waitQuietly(task, in: scope, for: turn - now, into: &actions)
+            } else {
+                end(task, with: .failure(.ignored), into: &actions)
             }
         case .ignoreCurrent:
             if scope.isIdle {
@@ -260,7 +293,7 @@ struct SchedulingMachine {
 
     /// The timer of ``Action/scheduleWaitLimit(_:after:)`` was set: kept while the task waits, else
     /// cancelled.
-    mutating func waitLimitSet(_ task: AnyAPITask, timer: any APICancellable, into actions: inout Actions) {
+    mutating func waitTimerSet(_ task: AnyAPITask, timer: any APICancellable, into actions: inout Actions) {
         if case .waiting(nil) = task.record.lifecycle {
             task.record.lifecycle = .waiting(timer: timer)
         } else {
@@ -273,6 +306,16 @@ struct SchedulingMachine {
         guard case .waiting = task.record.lifecycle, task.record.membership != .none else { return }
         task.record.lifecycle = .waiting(timer: nil)  // it fired
         end(task, with: .failure(.waitedTooLong(maxWait: maxWait)), into: &actions)
+    }
+
+    /// The quiet wait of a debounced or throttled task ended: still waiting, it starts.
+    mutating func quietEnded(_ task: AnyAPITask, into actions: inout Actions) {
+        guard case .waiting = task.record.lifecycle, task.record.membership == .quiet,
+            let scope = task.record.scope
+        else { return }
+        task.record.lifecycle = .waiting(timer: nil)  // it fired
+        scope.quiet.remove(task)
+        startDirectly(task, in: scope, into: &actions)
     }
 
     /// The timer of ``Action/scheduleDeadline(_:after:)`` was set: kept, or cancelled when the task
@@ -335,6 +378,18 @@ struct SchedulingMachine {
         if let maxWait = task.lineLimit?.effectiveMaxWait {
             actions.append(.scheduleWaitLimit(task, after: maxWait))
         }
+        // A scope busy only with tasks in a quiet wait has nothing running: the head may start now.
+        if !scope.hasRunning { pump(scope, into: &actions) }
+    }
+
+    /// The task waits outside the line for `interval` seconds (a debounce's quiet wait, a throttled
+    /// task's turn), then starts directly.
+    private mutating func waitQuietly(
+        _ task: AnyAPITask, in scope: ScopeState, for interval: Double, into actions: inout Actions
+    ) {
+        scope.quiet.append(task, as: .quiet)
+        emit(.waiting, for: task, into: &actions)
+        actions.append(.scheduleQuietEnd(task, after: interval))
     }
 
     private mutating func startDirectly(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
@@ -416,6 +471,7 @@ struct SchedulingMachine {
             case .started: scope.started.remove(task)
             case .startedFromLine: scope.startedFromLine.remove(task)
             case .line, .lineFront: scope.line.remove(task)
+            case .quiet: scope.quiet.remove(task)
             case .none: break
             }
             task.record.scope = nil
@@ -473,9 +529,9 @@ struct SchedulingRecord {
         var abandonedAttempt: Int?
     }
 
-    /// Which list of its scope the task is in: started when sent, started from the line, or waiting
-    /// (at the line's front, or by priority).
-    enum Membership { case none, started, startedFromLine, line, lineFront }
+    /// Which list of its scope the task is in: started when sent, started from the line, waiting
+    /// (at the line's front, or by priority), or in a quiet wait (debounced or throttled).
+    enum Membership { case none, started, startedFromLine, line, lineFront, quiet }
 
     fileprivate(set) var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
     /// The number of attempts started; the current (or last) attempt's number.
@@ -646,10 +702,12 @@ final class ScopeState {
     @exclusivity(unchecked) fileprivate(set) var startedFromLine = TaskList()
     /// Tasks waiting to start, head first.
     @exclusivity(unchecked) fileprivate(set) var line = WaitingLine()
+    /// Debounced and throttled tasks waiting for their timer, outside the line.
+    @exclusivity(unchecked) fileprivate(set) var quiet = TaskList()
 
     init(key: String?) { self.key = key }
 
-    var isIdle: Bool { started.isEmpty && startedFromLine.isEmpty && line.isEmpty }
+    var isIdle: Bool { started.isEmpty && startedFromLine.isEmpty && line.isEmpty && quiet.isEmpty }
     /// The tasks of the scope running an attempt or waiting for a retry.
     var runningCount: Int { started.count + startedFromLine.count }
     var hasRunning: Bool { !started.isEmpty || !startedFromLine.isEmpty }

@@ -1,0 +1,183 @@
+// Debounce and throttle (issue 22, items 5 and 6): on the scheduling machine alone, then through a
+// manager on a virtual clock.
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+private final class Timer: APICancellable, @unchecked Sendable {
+    // @unchecked: no state.
+    func cancel() {}
+}
+
+extension MachineHarness {
+    /// Sends a debounced or throttled task at `now` on the engine's clock.
+    @discardableResult
+    mutating func sendPaced(
+        _ policy: APIConcurrencyPolicy, scope: String? = nil, at now: Double = 0, debounce: Double = 0.3,
+        throttle: Double = 1, mode: APIThrottleMode = .wait
+    ) -> AnyAPITask {
+        let task = AnyAPITask(
+            identifier: UInt64(tasks.count + 1), policy: policy, scope: scope,
+            pacing: .init(debounceInterval: debounce, throttleInterval: throttle, throttleMode: mode))
+        tasks.append(task)
+        run { machine, actions in machine.send(task, observed: false, now: now, into: &actions) }
+        return task
+    }
+}
+
+@Suite("Debounce and throttle", .timeLimit(.minutes(1)))
+struct DebounceAndThrottleTests {
+    // MARK: Debounce, on the machine
+
+    @Test(arguments: [nil, "search"] as [String?])
+    func aNewerDebouncedTaskReplacesTheOneStillInItsQuietWait(scope: String?) {
+        var h = MachineHarness()
+        let first = h.sendPaced(.debounce, scope: scope)
+        let second = h.sendPaced(.debounce, scope: scope)
+        #expect(h.events(of: first) == ["waiting", "failed cancelled(policy)"])
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(second, after: 0.3)])
+        h.run { $0.quietEnded(first, into: &$1) }
+        #expect(h.starts.isEmpty, "the replaced task's timer starts nothing")
+        h.run { $0.quietEnded(second, into: &$1) }
+        #expect(h.starts == ["2#1"])
+    }
+
+    @Test func aDebouncedTaskStartsAlongsideWhatRunsOnceItsWaitIsOver() {
+        var h = MachineHarness()
+        let running = h.send(.default)
+        let task = h.sendPaced(.debounce)
+        h.run { $0.quietEnded(task, into: &$1) }
+        #expect(h.machine.inFlightTasks == [running, task])
+        let later = h.sendPaced(.debounce)
+        #expect(task.phase == .running, "a started debounced task is not replaced")
+        #expect(later.phase == .waiting)
+    }
+
+    @Test func aQuietTaskIsInFlightForTheOtherPolicies() {
+        var h = MachineHarness()
+        let quiet = h.sendPaced(.debounce)
+        let pull = h.send(.ignoreCurrent)
+        #expect(h.events(of: pull) == ["failed ignored"])
+        let cart = h.send(.waitUntilDone)
+        #expect(h.events(of: cart) == ["waiting", "started 1"], "nothing runs: the line's head starts at once")
+        let search = h.send(.cancelOthers)
+        #expect(h.events(of: quiet).last == "failed cancelled(policy)")
+        #expect(h.machine.inFlightTasks == [search])
+    }
+
+    @Test func cancellingADebouncedTaskCancelsItsTimer() {
+        var h = MachineHarness()
+        let task = h.sendPaced(.debounce)
+        let timer = Timer()
+        h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
+        #expect(h.machine.inFlightCount == 0)
+    }
+
+    // MARK: Throttle, on the machine
+
+    @Test(arguments: [nil, "refresh"] as [String?])
+    func throttledTasksTakeOneTurnPerInterval(scope: String?) {
+        var h = MachineHarness()
+        let first = h.sendPaced(.throttle, scope: scope, at: 10)
+        #expect(first.phase == .running)
+        let second = h.sendPaced(.throttle, scope: scope, at: 10.25)
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(second, after: 0.75)], "its turn is at 11")
+        let third = h.sendPaced(.throttle, scope: scope, at: 10.5)
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(third, after: 1.5)], "the turn after, at 12")
+        h.finish(first)
+        h.run { $0.quietEnded(second, into: &$1) }
+        #expect(second.phase == .running)
+        #expect(third.phase == .waiting)
+    }
+
+    @Test func aThrottledTaskSentEarlyCanBeIgnoredInstead() {
+        var h = MachineHarness()
+        h.sendPaced(.throttle, at: 0, mode: .ignore)
+        let early = h.sendPaced(.throttle, at: 0.5, mode: .ignore)
+        #expect(h.events(of: early) == ["failed ignored"])
+        let onTime = h.sendPaced(.throttle, at: 1, mode: .ignore)
+        #expect(onTime.phase == .running)
+    }
+
+    @Test func theTurnOutlivesTheScopesLastTask() {
+        var h = MachineHarness()
+        let first = h.sendPaced(.throttle, scope: "refresh", at: 0)
+        h.finish(first)
+        #expect(h.machine.inFlightCount == 0)
+        let second = h.sendPaced(.throttle, scope: "refresh", at: 0.4)
+        #expect(second.phase == .waiting, "a second refresh within the interval still waits")
+        let elsewhere = h.sendPaced(.throttle, scope: "other", at: 0.4)
+        #expect(elsewhere.phase == .running, "another scope has its own turns")
+    }
+
+    @Test func aZeroIntervalNeverThrottles() {
+        var h = MachineHarness()
+        let tasks = (0..<3).map { _ in h.sendPaced(.throttle, at: 5, throttle: 0) }
+        #expect(tasks.allSatisfy { $0.phase == .running })
+    }
+
+    @Test func debouncedTasksDoNotReplaceThrottledOnes() {
+        var h = MachineHarness()
+        h.sendPaced(.throttle, at: 0)
+        let waitingTurn = h.sendPaced(.throttle, at: 0.1)
+        h.sendPaced(.debounce)
+        #expect(waitingTurn.phase == .waiting)
+    }
+
+    // MARK: Through a manager on a virtual clock
+
+    struct SearchRequest: APIRequest {
+        var url = testBaseURL
+        var path = "/search"
+        var query: String
+        var concurrencyPolicy: APIConcurrencyPolicy = .debounce
+        var parameters: APIParameters { .query(["q": .string(query)]) }
+    }
+
+    final class SearchManager: APIManager {
+        typealias Request = SearchRequest
+        typealias Response = Echo
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    @Test func typeAheadSendsOnlyTheQueryTypedBeforeThePause() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/search", .json(#"{"value":"found"}"#))
+        let manager = SearchManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        var tasks: [APITask<SearchRequest>] = []
+        for query in ["s", "sw", "swi", "swif", "swift"] {
+            tasks.append(manager.send(SearchRequest(query: query)))
+            clock.advance(by: 0.1)
+        }
+        #expect(transport.records.isEmpty, "still typing")
+        clock.advance(by: 0.3)
+        #expect(transport.records.compactMap { $0.request.url?.query } == ["q=swift"])
+        #expect(tasks.map(\.state.name) == Array(repeating: "cancelled(policy)", count: 4) + ["finished"])
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test func aThrottledRefreshThroughAManagerStartsOncePerInterval() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/search", .json(#"{"value":"found"}"#))
+        let manager = SearchManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        var refresh = SearchRequest(query: "feed")
+        refresh.concurrencyPolicy = .throttle
+        let first = manager.send(refresh)
+        clock.advance(by: 0.5)
+        let second = manager.send(refresh)
+        #expect(transport.records.count == 1)
+        #expect(first.state.name == "finished")
+        #expect(second.state.name == "waiting")
+        clock.advance(by: 0.5)
+        #expect(transport.records.count == 2, "its turn came one interval after the first start")
+        #expect(second.state.name == "finished")
+    }
+}
