@@ -239,5 +239,6 @@ func describeKind(_ error: APIError) -> String {
     case .authenticationFailed: return "authenticationFailed"
     case .lineFull(let maxLength): return "lineFull(\(maxLength))"
     case .waitedTooLong(let maxWait): return "waitedTooLong(\(maxWait))"
+    case .circuitOpen(let origin, let closesIn): return "circuitOpen(\(origin), \(closesIn))"
     }
 }

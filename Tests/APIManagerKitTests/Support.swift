@@ -109,6 +109,7 @@ func describe(_ error: APIError) -> String {
     case .authenticationFailed(let error): return "authenticationFailed(\(error))"
     case .lineFull(let maxLength): return "lineFull(\(maxLength))"
     case .waitedTooLong(let maxWait): return "waitedTooLong(\(maxWait))"
+    case .circuitOpen(let origin, let closesIn): return "circuitOpen(\(origin), \(closesIn))"
     }
 }
 

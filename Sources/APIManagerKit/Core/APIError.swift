@@ -44,6 +44,10 @@ public enum APIError: Error, Sendable {
     /// The task waited in its scope's line for `maxWait` seconds, the longest its request's
     /// ``APIRequest/lineLimit`` allows, without starting; it left the line and nothing was sent.
     case waitedTooLong(maxWait: TimeInterval)
+    /// The engine's ``APICircuitBreaker`` has opened the circuit of the request's origin after
+    /// repeated transient failures; the attempt failed at once and nothing was sent. The circuit lets
+    /// a probe through in `closesIn` seconds (`0`: a probe is out now).
+    case circuitOpen(origin: String, closesIn: TimeInterval)
 
     /// Why a task was cancelled.
     public enum CancellationReason: String, Sendable, Hashable {
@@ -158,6 +162,9 @@ extension APIError: LocalizedError, CustomStringConvertible {
             return "The server refused the credential and it could not be refreshed: \(error)"
         case .lineFull(let maxLength):
             return "The request was not sent: \(maxLength) requests were already waiting in its line, its limit."
+        case .circuitOpen(let origin, let closesIn):
+            return
+                "The request was not sent: the circuit of \(origin) is open after repeated failures (a probe in \(closesIn) s)."
         case .waitedTooLong(let maxWait):
             return "The request was not sent: it waited in its line for \(maxWait) s, its limit, without starting."
         }

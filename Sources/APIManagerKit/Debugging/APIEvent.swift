@@ -20,6 +20,15 @@ public struct APIEvent: Sendable, CustomStringConvertible {
         /// The attempt ended: a raw response (any status) or an error. Not sent for attempts whose
         /// task ended first (cancelled, timed out): their answer is dropped.
         case finished(Result<APIRawResponse, APIError>)
+        /// This attempt's failure opened the circuit of its origin (see ``APICircuitBreaker``): the
+        /// next attempts fail at once for `closesIn` seconds.
+        case circuitOpened(origin: String, closesIn: TimeInterval)
+        /// This attempt, the probe of a half-open circuit, succeeded: the circuit of its origin is
+        /// closed again.
+        case circuitClosed(origin: String)
+        /// The retry the task would have made was refused by the engine's ``APIRetryBudget``: the task
+        /// ends with the attempt's error.
+        case retryRefused(APIError)
     }
 
     /// What happened.
@@ -70,6 +79,12 @@ public struct APIEvent: Sendable, CustomStringConvertible {
             case .failure(let error):
                 return "✕ \(method) \(url)\(time): \(error) \(suffix)"
             }
+        case .circuitOpened(let origin, let closesIn):
+            return "⊘ circuit of \(origin) opened for \(closesIn) s \(suffix)"
+        case .circuitClosed(let origin):
+            return "◯ circuit of \(origin) closed \(suffix)"
+        case .retryRefused(let error):
+            return "✕ retry refused by the budget after \(error) \(suffix)"
         }
     }
 }

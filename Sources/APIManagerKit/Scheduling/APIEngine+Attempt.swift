@@ -75,11 +75,26 @@ extension APIEngine {
             case .readyToSend(let copy):
                 let task = attempt.task
                 let number = attempt.number
-                let actions = transition { machine, actions in
+                let origin = resilienceOrigin(of: attempt)
+                let now = origin == nil ? 0 : clock.now
+                let (actions, admission) = transitionState { state, actions -> Resilience.Admission in
                     if let copy {
-                        machine.cachedResponse(task, attempt: number, response: copy, terminal: false, into: &actions)
+                        state.machine.cachedResponse(
+                            task, attempt: number, response: copy, terminal: false, into: &actions)
                     }
-                    machine.requestBuilt(task, attempt: number, into: &actions)
+                    if let origin {
+                        let admission = state.resilience.admit(
+                            origin: origin, task: task.identifier, isFirstAttempt: number == 1 && !attempt.isReplay,
+                            now: now)
+                        if case .refused = admission { return admission }
+                    }
+                    state.machine.requestBuilt(task, attempt: number, into: &actions)
+                    return .admitted
+                }
+                if case .refused(let closesIn) = admission, let origin {
+                    // The circuit is open: nothing is sent.
+                    outcome = .failed(.circuitOpen(origin: origin, closesIn: closesIn))
+                    continue
                 }
                 // A task that ended while its request was being built is never handed to the transport.
                 guard actions.sends(task, attempt: number) else { return }
@@ -93,24 +108,25 @@ extension APIEngine {
                 let actions = transition { $0.credentialRefused(task, attempt: number, into: &$1) }
                 next = actions.replays(task, attempt: number) ? .renew : .respond
             case .answered(let response, let source):
-                transition {
-                    $0.attemptEnded(
+                let origin = attempt.sent == nil ? nil : resilienceOrigin(of: attempt)
+                let now = origin == nil ? 0 : clock.now
+                let change = transitionState { state, actions -> Resilience.Change? in
+                    let change = origin.flatMap {
+                        state.resilience.record(
+                            origin: $0, task: attempt.task.identifier, transientFailure: false, now: now)
+                    }
+                    state.machine.attemptEnded(
                         attempt.task, attempt: attempt.number, outcome: .success(response), source: source,
-                        retryDelay: nil, into: &$1)
-                }
+                        retryDelay: nil, into: &actions)
+                    return change
+                }.value
+                report(change, origin: origin, of: attempt)
                 return
             case .failed(let error):
-                fail(
-                    attempt.task, attempt: attempt.number, with: error, sent: attempt.sent != nil,
-                    monitor: attempt.monitor)
+                fail(attempt, with: error)
                 return
             case .retry(let delay, let error):
-                let retryDelay = delay.isFinite ? max(0, delay) : nil
-                transition {
-                    $0.attemptEnded(
-                        attempt.task, attempt: attempt.number, outcome: .failure(error), source: .network,
-                        retryDelay: retryDelay, into: &$1)
-                }
+                fail(attempt, with: error, requestedRetry: delay)
                 return
             case .startOver(let isReplay):
                 performStart(attempt.task, attempt: attempt.number, isReplay: isReplay)
@@ -123,11 +139,20 @@ extension APIEngine {
         }
     }
 
-    /// The attempt failed: the manager's retry hook decides whether it is retried. A failure before
-    /// anything was sent is told to the event monitor here (a sent attempt's answer was told when
-    /// it came).
+    /// The attempt failed: the manager's retry hook (or an inspector's `requestedRetry`) decides
+    /// whether it is retried, within the engine's retry budget. A failure before anything was sent is
+    /// told to the event monitor here (a sent attempt's answer was told when it came).
+    private func fail(_ attempt: Attempt, with error: APIError, requestedRetry: TimeInterval? = nil) {
+        fail(
+            attempt.task, attempt: attempt.number, with: error, sent: attempt.sent != nil, monitor: attempt.monitor,
+            origin: resilienceOrigin(of: attempt), request: attempt.request, sensitiveHeaders: attempt.sensitiveHeaders,
+            requestedRetry: requestedRetry)
+    }
+
     private func fail(
-        _ task: AnyAPITask, attempt: Int, with error: APIError, sent: Bool, monitor: (@Sendable (APIEvent) -> Void)?
+        _ task: AnyAPITask, attempt: Int, with error: APIError, sent: Bool, monitor: (@Sendable (APIEvent) -> Void)?,
+        origin: String? = nil, request: URLRequest? = nil, sensitiveHeaders: Set<String> = [],
+        requestedRetry: TimeInterval? = nil
     ) {
         if !sent, let monitor {
             monitor(
@@ -135,17 +160,69 @@ extension APIEngine {
                     kind: .finished(.failure(error)), taskIdentifier: task.identifier, attempt: attempt, request: nil,
                     duration: nil, sensitiveHeaders: []))
         }
-        // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
         var retryDelay: TimeInterval?
-        if Self.mayRetry(error), isCurrent(task, attempt: attempt),
+        if let requestedRetry {
+            retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
+        } else if Self.mayRetry(error), isCurrent(task, attempt: attempt),
             let delay = task.retryDelay(afterAttempt: attempt, error: error), delay.isFinite
         {
+            // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
             retryDelay = max(0, delay)
         }
-        transition {
-            $0.attemptEnded(
-                task, attempt: attempt, outcome: .failure(error), source: .network, retryDelay: retryDelay, into: &$1)
+        let now = origin == nil ? 0 : clock.now
+        let (change, refused) = transitionState { state, actions -> (Resilience.Change?, Bool) in
+            var change: Resilience.Change?
+            var refused = false
+            if let origin {
+                if sent {
+                    change = state.resilience.record(
+                        origin: origin, task: task.identifier, transientFailure: Resilience.isTransient(error), now: now
+                    )
+                }
+                if retryDelay != nil, !state.resilience.allowsRetry(origin: origin, now: now) {
+                    retryDelay = nil
+                    refused = true
+                }
+            }
+            state.machine.attemptEnded(
+                task, attempt: attempt, outcome: .failure(error), source: .network, retryDelay: retryDelay,
+                into: &actions)
+            return (change, refused)
+        }.value
+        guard let monitor, let origin else { return }
+        let event = { (kind: APIEvent.Kind) in
+            monitor(
+                APIEvent(
+                    kind: kind, taskIdentifier: task.identifier, attempt: attempt, request: request, duration: nil,
+                    sensitiveHeaders: sensitiveHeaders))
         }
+        switch change {
+        case .opened(let closesIn)?: event(.circuitOpened(origin: origin, closesIn: closesIn))
+        case .closed?: event(.circuitClosed(origin: origin))
+        case nil: break
+        }
+        if refused { event(.retryRefused(error)) }
+    }
+
+    /// Tells the event monitor that an attempt's outcome opened or closed its origin's circuit.
+    private func report(_ change: Resilience.Change?, origin: String?, of attempt: Attempt) {
+        guard let change, let origin, let monitor = attempt.monitor else { return }
+        let kind: APIEvent.Kind =
+            switch change {
+            case .opened(let closesIn): .circuitOpened(origin: origin, closesIn: closesIn)
+            case .closed: .circuitClosed(origin: origin)
+            }
+        monitor(
+            APIEvent(
+                kind: kind, taskIdentifier: attempt.task.identifier, attempt: attempt.number, request: attempt.request,
+                duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
+    }
+
+    /// The origin key of the attempt's request when the engine has a circuit breaker or a retry
+    /// budget; `nil` otherwise, so that engines without them do no work for them.
+    private func resilienceOrigin(of attempt: Attempt) -> String? {
+        guard circuitBreaker != nil || retryBudget != nil else { return nil }
+        return Resilience.origin(of: attempt.request.url)
     }
 
     /// Runs a task's `work` where ``execution`` says: at once for `.inline`, else on its work queue.

@@ -46,6 +46,10 @@ public final class APIEngine: @unchecked Sendable {
     public let authentication: APIAuthentication?
     /// The headers added to every request that does not set them (see ``APIDefaultHeaders``).
     public let defaultHeaders: APIDefaultHeaders
+    /// Fails attempts fast while an origin keeps failing (see ``APICircuitBreaker``); `nil` for none.
+    public let circuitBreaker: APICircuitBreaker?
+    /// Bounds retries to a fraction of requests (see ``APIRetryBudget``); `nil` for none.
+    public let retryBudget: APIRetryBudget?
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
     /// Whether cache files are written after their task ends (on a work queue) rather than before.
@@ -68,6 +72,8 @@ public final class APIEngine: @unchecked Sendable {
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
         var delegateSlots: [DelegateSlot] = []
+        /// The circuit breakers and retry budgets, per origin (see ``Resilience``).
+        var resilience: Resilience
     }
 
     /// - Parameters:
@@ -84,6 +90,8 @@ public final class APIEngine: @unchecked Sendable {
     ///   - defaultHeaders: ``APIDefaultHeaders/standard`` (`User-Agent`, `Accept-Language`) unless
     ///     given; ``APIDefaultHeaders/none`` for none.
     ///   - cookies: none unless given: no cookie is stored or sent (see ``APICookieStore``).
+    ///   - circuitBreaker: none unless given (see ``APICircuitBreaker``).
+    ///   - retryBudget: none unless given (see ``APIRetryBudget``).
     public init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
@@ -95,7 +103,9 @@ public final class APIEngine: @unchecked Sendable {
         interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
         defaultHeaders: APIDefaultHeaders = .standard,
-        cookies: APICookieStore? = nil
+        cookies: APICookieStore? = nil,
+        circuitBreaker: APICircuitBreaker? = nil,
+        retryBudget: APIRetryBudget? = nil
     ) {
         self.cookies = cookies
         self.interceptors = interceptors
@@ -108,7 +118,10 @@ public final class APIEngine: @unchecked Sendable {
         self.clock = clock
         self.randomSource = randomSource
         self.execution = execution
-        self.state = LockedState(State(delivery: delivery))
+        self.circuitBreaker = circuitBreaker
+        self.retryBudget = retryBudget
+        self.state = LockedState(
+            State(delivery: delivery, resilience: Resilience(breaker: circuitBreaker, budget: retryBudget)))
         self.cache = cache
         self.persistedHeaders = persistedHeaders
     }
@@ -202,6 +215,22 @@ public final class APIEngine: @unchecked Sendable {
         return actions
     }
 
+    /// Runs one locked step over the whole state (the machine and what the engine keeps beside it,
+    /// such as the circuit breakers), then performs the machine's actions; returns them and what the
+    /// step returned.
+    @discardableResult
+    func transitionState<Value>(
+        _ event: (inout State, inout SchedulingMachine.Actions) -> Value
+    ) -> (actions: SchedulingMachine.Actions, value: Value) {
+        var actions = SchedulingMachine.Actions()
+        let (delivery, value) = state.withLock { state -> (APIDelivery?, Value) in
+            let value = event(&state, &actions)
+            return (actions.deliverEvents ? state.delivery : nil, value)
+        }
+        perform(actions, delivery: delivery)
+        return (actions, value)
+    }
+
     /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before
     /// being submitted) ends it. `observed` says an async caller waits for it; its observer is
     /// registered before, so it never misses the end.
@@ -234,7 +263,7 @@ public final class APIEngine: @unchecked Sendable {
     static func mayRetry(_ error: APIError) -> Bool {
         switch error {
         case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge, .authenticationFailed, .lineFull,
-            .waitedTooLong:
+            .waitedTooLong, .circuitOpen:
             return false
         case .transport, .invalidRequest, .unacceptableStatus, .rejected: return true
         }
