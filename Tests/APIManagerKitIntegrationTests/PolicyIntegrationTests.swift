@@ -49,6 +49,38 @@ struct PolicyIntegrationTests {
         for (earlier, later) in zip(log, log.dropFirst()) { #expect(earlier.end <= later.start) }
     }
 
+    @Test func aLimitOfTwoNeverRunsMoreThanTwoOnTheServer() async throws {
+        let group = UUID().uuidString
+        let (client, ends) = clientWithEnds(APIRawResponse.self)
+        let tasks = (0..<6).map { index in
+            var request = tracked(group, "thumb \(index)", .limited, delay: 0.3)
+            request.concurrencyLimit = 2
+            return client.send(request)
+        }
+        for task in tasks { await ends.waitForEnd(of: task) }
+        let log = try await serverLog(group)
+        #expect(log.count == 6)
+        // At any request's start, at most one other was still running on the server.
+        for entry in log {
+            let overlapping = log.filter { $0.name != entry.name && $0.start < entry.start && $0.end > entry.start }
+            #expect(overlapping.count <= 1, "\(entry.name) started while \(overlapping.map(\.name)) ran")
+        }
+    }
+
+    @Test func identicalRequestsInFlightReachTheServerOnce() async throws {
+        let group = UUID().uuidString
+        let (client, ends) = clientWithEnds(APIRawResponse.self)
+        let tasks = (0..<3).map { _ in
+            var request = tracked(group, "profile", .default, delay: 0.5)
+            request.sharing = .safeMethods
+            return client.send(request)
+        }
+        for task in tasks { await ends.waitForEnd(of: task) }
+        let states = tasks.map { "\($0.state)" }
+        #expect(states == ["finished", "finished", "finished"])
+        #expect(try await serverLog(group).count == 1, "one request on the wire for three senders")
+    }
+
     @Test func cancelOthersLeavesOnlyTheLatestQuery() async throws {
         let (client, ends) = clientWithEnds(Echoed.self)
         // Typed in quick succession: each query is sent while the previous ones are on the wire

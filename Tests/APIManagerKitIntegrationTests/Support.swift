@@ -34,6 +34,8 @@ struct HTTPRequest: APIRequest {
     var timeout: TimeInterval = 30
     var retryPolicy: APIRetryPolicy?
     var concurrencyPolicy: APIConcurrencyPolicy = .default
+    var concurrencyLimit = 4
+    var sharing: APIRequestSharing = .never
     var acceptableStatusCodes: APIStatusCodes = .success
     var maxBodySize: Int? = APIRequestDefaults.maxResponseBodySize
     var maxResponseBodySize: Int? { maxBodySize }

@@ -95,7 +95,7 @@ struct CircuitBreakerTests {
                 case .circuitOpened(_, let closesIn): "opened \(closesIn)"
                 case .circuitClosed: "closed"
                 case .retryRefused: "retry refused"
-                case .started, .finished: nil
+                case .started, .joined, .finished: nil
                 }
             if let line { lock.withLock { lines.append(line) } }
         }

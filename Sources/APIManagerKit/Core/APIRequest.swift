@@ -64,6 +64,9 @@ public protocol APIRequest: Sendable {
     /// What a ``APIConcurrencyPolicy/throttle`` task sent before its turn does. ``APIThrottleMode/wait``
     /// unless overridden.
     var throttleMode: APIThrottleMode { get }
+    /// Whether an attempt shares one network attempt with identical requests of the engine in flight
+    /// at the same time (see ``APIRequestSharing``). ``APIRequestSharing/never`` unless overridden.
+    var sharing: APIRequestSharing { get }
     /// How long the task may wait in its scope's line, by the number of tasks already waiting and by
     /// time (see ``APILineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
     var lineLimit: APILineLimit? { get }
@@ -130,6 +133,7 @@ extension APIRequest {
     public var debounceInterval: TimeInterval { 0.3 }
     public var throttleInterval: TimeInterval { 1 }
     public var throttleMode: APIThrottleMode { .wait }
+    public var sharing: APIRequestSharing { .never }
     public var lineLimit: APILineLimit? { nil }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }

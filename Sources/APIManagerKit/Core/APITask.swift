@@ -60,6 +60,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let lineLimit: APILineLimit?
     /// The request's ``APIRequest/concurrencyLimit``, at least 1, read when it is sent.
     let concurrencyLimit: Int
+    /// The request's ``APIRequest/sharing``, read when it is sent.
+    let sharing: APIRequestSharing
     /// The request's pacing, read when it is sent: its debounce interval and its throttle interval
     /// (each a finite number of seconds, at least 0), and whether an early throttled task waits.
     let pacing: Pacing
@@ -127,7 +129,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
         lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
-        deadline: TimeInterval?,
+        sharing: APIRequestSharing = .never, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         lock: Lock? = nil
@@ -144,6 +146,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.lineLimit = lineLimit
         self.concurrencyLimit = max(1, concurrencyLimit)
         self.pacing = pacing
+        self.sharing = sharing
         self.deadline = deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
@@ -257,6 +260,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             pacing: Pacing(
                 debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
                 throttleMode: request.throttleMode),
+            sharing: request.sharing,
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

@@ -17,6 +17,9 @@ public struct APIEvent: Sendable, CustomStringConvertible {
     public enum Kind: Sendable {
         /// The request was handed to the transport.
         case started
+        /// The attempt joined the identical request that task `leaderTask`'s attempt has in flight
+        /// (see ``APIRequestSharing``): nothing more is sent for it, and it gets that answer.
+        case joined(leaderTask: UInt64)
         /// The attempt ended: a raw response (any status) or an error. Not sent for attempts whose
         /// task ended first (cancelled, timed out): their answer is dropped.
         case finished(Result<APIRawResponse, APIError>)
@@ -71,6 +74,8 @@ public struct APIEvent: Sendable, CustomStringConvertible {
         switch kind {
         case .started:
             return "→ \(method) \(url) \(suffix)"
+        case .joined(let leader):
+            return "⇢ \(method) \(url) joined task \(leader)'s attempt \(suffix)"
         case .finished(let result):
             let time = duration.map { String(format: " in %.1f ms", $0 * 1000) } ?? ""
             switch result {

@@ -141,13 +141,40 @@ extension APIEngine {
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
         attempt.sent = (options, clock.now)
+        let request = attempt.request
+        if attempt.task.sharing.allows(request.httpMethod) {
+            return sendShared(attempt, options: options)
+        }
+        tellStarted(attempt, kind: .started)
+        // Off the transport's callback queue: responses of different tasks build in parallel.
+        let handle = transport.send(request, options: options) { attempt.transportAnswered($0) }
+        return .sent(handle)
+    }
+
+    /// Sends the attempt on the flight of its identical requests, or joins it (see
+    /// ``SharedFlights``); the handle the machine keeps leaves the flight.
+    private func sendShared(_ attempt: Attempt, options: APITransportOptions) -> Attempt.Outcome {
+        let key = SharedFlights.Key(attempt.request, bodyLimit: attempt.task.maxResponseBodySize)
+        switch sharedFlights.board(attempt, key: key) {
+        case .joined(let leader, let member):
+            tellStarted(attempt, kind: .joined(leaderTask: leader))
+            return .sent(member)
+        case .leads(let flight, let member):
+            tellStarted(attempt, kind: .started)
+            let flights = sharedFlights
+            let handle = transport.send(attempt.request, options: options) { result in
+                flights.answered(key, flight: flight, with: result)
+            }
+            flights.took(key, flight: flight, handle: handle)
+            return .sent(member)
+        }
+    }
+
+    private func tellStarted(_ attempt: Attempt, kind: APIEvent.Kind) {
         attempt.monitor?(
             APIEvent(
-                kind: .started, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
+                kind: kind, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
                 request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
-        // Off the transport's callback queue: responses of different tasks build in parallel.
-        let handle = transport.send(attempt.request, options: options) { attempt.transportAnswered($0) }
-        return .sent(handle)
     }
 
     /// The transport's answer, told to the event monitor (see ``TransportStage``).

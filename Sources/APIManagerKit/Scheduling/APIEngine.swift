@@ -52,6 +52,8 @@ public final class APIEngine: @unchecked Sendable {
     public let retryBudget: APIRetryBudget?
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
+    /// The network attempts identical requests share (see ``APIRequestSharing``).
+    let sharedFlights = SharedFlights()
     /// Whether cache files are written after their task ends (on a work queue) rather than before.
     var writesBehind: Bool {
         if case .inline = execution { return false }

@@ -1,0 +1,132 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The network attempts in flight that identical requests share (see ``APIRequestSharing``), by
+/// key. The first attempt of a key calls the transport; attempts with the same key that come while
+/// it is in flight join it; the transport's answer goes to every attempt still joined, each of which
+/// builds its own response. Leaving (a task cancelled or ended) detaches one attempt; the transport
+/// request is cancelled when the last one leaves.
+///
+/// Its lock is a leaf: it is never held while calling the transport or an attempt, and never taken
+/// while the engine's lock is held.
+final class SharedFlights: Sendable {
+    /// Identifies identical requests: a digest of the method, URL, headers and body, and the body
+    /// limit (an attempt never gets an answer cut by another's smaller limit).
+    struct Key: Hashable, Sendable {
+        let digest: [UInt8]
+        let bodyLimit: Int?
+
+        init(_ request: URLRequest, bodyLimit: Int?) {
+            self.bodyLimit = bodyLimit
+            var hasher = SHA256()
+            hasher.update((request.httpMethod ?? "GET").uppercased().utf8)
+            hasher.update([0])
+            hasher.update((request.url?.absoluteString ?? "").utf8)
+            hasher.update([0])
+            let headers = (request.allHTTPHeaderFields ?? [:]).map { ($0.key.lowercased(), $0.value) }
+            for (name, value) in headers.sorted(by: { $0.0 < $1.0 }) {
+                hasher.update(name.utf8)
+                hasher.update([0])
+                hasher.update(value.utf8)
+                hasher.update([0])
+            }
+            hasher.update([1])
+            hasher.update(request.httpBody ?? Data())
+            digest = hasher.finalize()
+        }
+    }
+
+    private struct Flight {
+        let number: UInt64
+        /// The attempts joined to it, by member number.
+        var members: [UInt64: Attempt] = [:]
+        /// The transport's handle, once the transport took the request.
+        var handle: (any APICancellable)?
+        /// The task whose attempt called the transport.
+        let leader: UInt64
+    }
+
+    private struct State {
+        var flights: [Key: Flight] = [:]
+        var nextNumber: UInt64 = 0
+    }
+
+    private let state = LockedState(State())
+
+    /// How an attempt got on a flight.
+    enum Boarding {
+        /// It is the first: call the transport, then report the handle with ``took(_:handle:)``.
+        case leads(flight: UInt64, member: any APICancellable)
+        /// It joined the flight that task `leader`'s attempt leads.
+        case joined(leader: UInt64, member: any APICancellable)
+    }
+
+    /// Puts the attempt on the flight of its key, or on a new one it leads.
+    func board(_ attempt: Attempt, key: Key) -> Boarding {
+        state.withLock { state in
+            state.nextNumber += 1
+            let member = state.nextNumber
+            let handle = MemberHandle(flights: self, key: key, member: member)
+            if var flight = state.flights[key] {
+                flight.members[member] = attempt
+                state.flights[key] = flight
+                return .joined(leader: flight.leader, member: handle)
+            }
+            var flight = Flight(number: member, leader: attempt.task.identifier)
+            flight.members[member] = attempt
+            state.flights[key] = flight
+            return .leads(flight: member, member: handle)
+        }
+    }
+
+    /// The transport took the flight's request: its handle is kept, or cancelled at once when every
+    /// attempt has left meanwhile.
+    func took(_ key: Key, flight number: UInt64, handle: any APICancellable) {
+        let keep = state.withLock { state -> Bool in
+            guard state.flights[key]?.number == number else { return false }
+            state.flights[key]?.handle = handle
+            return true
+        }
+        if !keep { handle.cancel() }
+    }
+
+    /// The transport answered the flight: every attempt still on it gets the answer.
+    func answered(_ key: Key, flight number: UInt64, with result: Result<APIRawResponse, any Error>) {
+        let members = state.withLock { state -> [Attempt] in
+            guard let flight = state.flights[key], flight.number == number else { return [] }
+            state.flights[key] = nil
+            return flight.members.sorted { $0.key < $1.key }.map(\.value)
+        }
+        for attempt in members { attempt.transportAnswered(result) }
+    }
+
+    /// One attempt leaves; the flight's transport request is cancelled when it was the last.
+    fileprivate func leave(_ key: Key, member: UInt64) {
+        let orphaned = state.withLock { state -> (any APICancellable)? in
+            guard var flight = state.flights[key], flight.members.removeValue(forKey: member) != nil else {
+                return nil
+            }
+            if flight.members.isEmpty {
+                state.flights[key] = nil
+                return flight.handle
+            }
+            state.flights[key] = flight
+            return nil
+        }
+        orphaned?.cancel()
+    }
+
+    /// The number of flights in the air (tests).
+    var count: Int { state.withLock { $0.flights.count } }
+
+    /// The handle each attempt gets in place of the transport's: cancelling it leaves the flight.
+    private struct MemberHandle: APICancellable {
+        let flights: SharedFlights
+        let key: Key
+        let member: UInt64
+        func cancel() { flights.leave(key, member: member) }
+    }
+}

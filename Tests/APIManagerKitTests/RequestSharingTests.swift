@@ -1,0 +1,139 @@
+// De-duplication (issue 22, item 4): identical requests in flight share one network attempt; each
+// sender keeps its own task, events and typed result.
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+@Suite("Sharing identical requests", .timeLimit(.minutes(1)))
+struct RequestSharingTests {
+    struct ProfileRequest: APIRequest {
+        var url = testBaseURL
+        var path = "/profile"
+        var method: HTTPMethod = .get
+        var headers: [String: String] = [:]
+        var body: APIRequestBody?
+        var sharing: APIRequestSharing = .safeMethods
+    }
+
+    final class ProfileManager: APIManager {
+        typealias Request = ProfileRequest
+        typealias Response = Echo
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    /// A second manager type on the same engine, with a response type of its own.
+    final class RawProfileManager: APIManager {
+        typealias Request = ProfileRequest
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    private func make() -> (MockTransport, ProfileManager, EventRecorder) {
+        let transport = MockTransport()
+        transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
+        let manager = ProfileManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let recorder = EventRecorder()
+        manager.delegate = recorder
+        return (transport, manager, recorder)
+    }
+
+    @Test func twoScreensAskingForTheSameProfileMakeOneRequest() {
+        let (transport, manager, recorder) = make()
+        let first = manager.send(ProfileRequest())
+        let second = manager.send(ProfileRequest())
+        #expect(transport.records.count == 1)
+        transport.releaseAll()
+        #expect(first.state.name == "finished" && second.state.name == "finished")
+        #expect(recorder.events(of: first) == ["start 1", "finished"])
+        #expect(recorder.events(of: second) == ["start 1", "finished"], "each sender has its own events")
+        #expect(manager.engine.sharedFlights.count == 0)
+    }
+
+    @Test func eachSenderGetsAResponseOfItsOwnType() async throws {
+        let (transport, manager, _) = make()
+        let raw = RawProfileManager(engine: manager.engine)
+        // Identical on the wire: the typed manager would otherwise add `Accept: application/json`.
+        let request = ProfileRequest(headers: ["Accept": "application/json"])
+        async let typed = manager.response(for: request)
+        async let untyped = raw.response(for: request)
+        while transport.pendingCount == 0 || manager.engine.inFlightCount < 2 { await Task.yield() }
+        #expect(transport.records.count == 1)
+        transport.releaseAll()
+        let (profile, response) = try await (typed, untyped)
+        #expect(profile == Echo(value: "ada"))
+        #expect(response.statusCode == 200)
+    }
+
+    @Test func differentRequestsAreNotShared() {
+        let (transport, manager, _) = make()
+        manager.send(ProfileRequest())
+        manager.send(ProfileRequest(headers: ["Accept-Language": "fr"]))
+        manager.send(ProfileRequest(sharing: .never))
+        #expect(transport.records.count == 3)
+        transport.releaseAll()
+    }
+
+    @Test func unsafeMethodsAreSharedOnlyWhenTheRequestOptsIn() {
+        let transport = MockTransport()
+        transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
+        let manager = ProfileManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let body = APIRequestBody(data: Data("{}".utf8), contentType: "application/json")
+        manager.send(ProfileRequest(method: .post, body: body))
+        manager.send(ProfileRequest(method: .post, body: body))
+        #expect(transport.records.count == 2, "safeMethods does not share a POST")
+        manager.send(ProfileRequest(method: .post, body: body, sharing: .always))
+        manager.send(ProfileRequest(method: .post, body: body, sharing: .always))
+        #expect(transport.records.count == 3, "always shares it")
+        transport.releaseAll()
+    }
+
+    @Test func cancellingOneSenderDetachesOnlyIt() {
+        let (transport, manager, recorder) = make()
+        let first = manager.send(ProfileRequest())
+        let second = manager.send(ProfileRequest())
+        first.cancel()
+        #expect(transport.pendingCount == 1, "the request goes on for the other sender")
+        transport.releaseAll()
+        #expect(first.state.name == "cancelled(explicit)")
+        #expect(second.state.name == "finished")
+        #expect(recorder.events(of: first).last == "failed cancelled(explicit)")
+    }
+
+    @Test func theNetworkAttemptIsCancelledWhenTheLastSenderLeaves() {
+        let (transport, manager, _) = make()
+        let first = manager.send(ProfileRequest())
+        let second = manager.send(ProfileRequest())
+        first.cancel()
+        second.cancel()
+        #expect(transport.pendingCount == 0, "nobody is left: the transport request is cancelled")
+        #expect(manager.engine.sharedFlights.count == 0)
+    }
+
+    @Test func aSenderArrivingAfterTheAnswerMakesANewRequest() {
+        let (transport, manager, _) = make()
+        manager.send(ProfileRequest())
+        transport.releaseAll()
+        let later = manager.send(ProfileRequest())
+        #expect(transport.records.count == 2)
+        transport.releaseAll()
+        #expect(later.state.name == "finished")
+    }
+
+    @Test func aFailureReachesEverySenderAndEachRetriesByItsOwnPolicy() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/profile", MockTransport.Reply.failure(.networkConnectionLost).after(1))
+        let manager = ProfileManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        let first = manager.send(ProfileRequest())
+        let second = manager.send(ProfileRequest())
+        clock.advance(by: 1)
+        #expect(transport.records.count == 1)
+        #expect(first.state.name == "transport(\(URLError.Code.networkConnectionLost.rawValue))")
+        #expect(second.state.name == first.state.name)
+    }
+}
