@@ -67,6 +67,10 @@ public protocol APIRequest: Sendable {
     /// Whether an attempt shares one network attempt with identical requests of the engine in flight
     /// at the same time (see ``APIRequestSharing``). ``APIRequestSharing/never`` unless overridden.
     var sharing: APIRequestSharing { get }
+    /// A limit on running tasks shared with other requests, managers and engines (see
+    /// ``APIConcurrencyGroup``): give the same group object to every request that shares the limit.
+    /// `nil` (no shared limit) unless overridden. Read once, when the task is sent.
+    var concurrencyGroup: APIConcurrencyGroup? { get }
     /// How long the task may wait in its scope's line, by the number of tasks already waiting and by
     /// time (see ``APILineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
     var lineLimit: APILineLimit? { get }
@@ -134,6 +138,7 @@ extension APIRequest {
     public var throttleInterval: TimeInterval { 1 }
     public var throttleMode: APIThrottleMode { .wait }
     public var sharing: APIRequestSharing { .never }
+    public var concurrencyGroup: APIConcurrencyGroup? { nil }
     public var lineLimit: APILineLimit? { nil }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }

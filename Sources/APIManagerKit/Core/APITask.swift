@@ -62,6 +62,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let concurrencyLimit: Int
     /// The request's ``APIRequest/sharing``, read when it is sent.
     let sharing: APIRequestSharing
+    /// The request's ``APIRequest/concurrencyGroup``, read when it is sent.
+    let concurrencyGroup: APIConcurrencyGroup?
     /// The request's pacing, read when it is sent: its debounce interval and its throttle interval
     /// (each a finite number of seconds, at least 0), and whether an early throttled task waits.
     let pacing: Pacing
@@ -129,7 +131,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
         lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
-        sharing: APIRequestSharing = .never, deadline: TimeInterval?,
+        sharing: APIRequestSharing = .never, group: APIConcurrencyGroup? = nil, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         lock: Lock? = nil
@@ -147,6 +149,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.concurrencyLimit = max(1, concurrencyLimit)
         self.pacing = pacing
         self.sharing = sharing
+        self.concurrencyGroup = group
         self.deadline = deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
@@ -155,11 +158,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
     convenience init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
-        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing()
+        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
+        group: APIConcurrencyGroup? = nil
     ) {
         self.init(
             identifier: identifier, policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
-            concurrencyLimit: concurrencyLimit, pacing: pacing, deadline: nil,
+            concurrencyLimit: concurrencyLimit, pacing: pacing, group: group, deadline: nil,
             cacheSettings: CacheSettings(
                 option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
             sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
@@ -260,7 +264,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             pacing: Pacing(
                 debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
                 throttleMode: request.throttleMode),
-            sharing: request.sharing,
+            sharing: request.sharing, group: request.concurrencyGroup,
             deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

@@ -2,9 +2,24 @@ import Dispatch
 import Foundation
 
 extension SchedulingMachine.Actions {
-    /// Cancels what is to be cancelled and tells the async callers, in that order.
+    /// Hands a group's slot to its task's engine; a task whose engine is gone gives it back, to the
+    /// next waiting task.
+    static func grant(_ task: AnyAPITask) {
+        var next: AnyAPITask? = task
+        while let task = next {
+            if let engine = task.engine {
+                engine.transition { $0.groupSlotGranted(task, into: &$1) }
+                return
+            }
+            next = task.concurrencyGroup?.release()
+        }
+    }
+
+    /// Cancels what is to be cancelled, hands freed group slots on, and tells the async callers, in
+    /// that order.
     func performCancellationsAndObservations() {
         for cancellable in cancellations { cancellable.cancel() }
+        for task in grants { Self.grant(task) }
         for (task, observation) in observations {
             switch observation {
             case .cached(let built): built.handOver(.observerCachedCopy)

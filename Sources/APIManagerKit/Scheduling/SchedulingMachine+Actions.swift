@@ -24,6 +24,8 @@ extension SchedulingMachine {
         case scheduleQuietEnd(AnyAPITask, after: Double)
         /// Tell the async caller waiting for the task.
         case tell(AnyAPITask, AnyAPITask.Observation)
+        /// Tell the task's engine that its group handed it a slot (``groupSlotGranted(_:into:)``).
+        case grantSlot(AnyAPITask)
 
         static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
@@ -38,6 +40,8 @@ extension SchedulingMachine {
                 (.scheduleWaitLimit(let a, let d), .scheduleWaitLimit(let b, let e)),
                 (.scheduleQuietEnd(let a, let d), .scheduleQuietEnd(let b, let e)):
                 return a === b && d == e
+            case (.grantSlot(let a), .grantSlot(let b)):
+                return a === b
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
             default:
@@ -60,6 +64,7 @@ extension SchedulingMachine {
             case .scheduleQuietEnd(let task, let wait):
                 return "scheduleQuietEnd(\(task.identifier), after: \(wait))"
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
+            case .grantSlot(let task): return "grantSlot(\(task.identifier))"
             }
         }
     }
@@ -88,6 +93,7 @@ extension SchedulingMachine {
         private(set) var quietEnds: [(task: AnyAPITask, after: Double)] = []
         private(set) var retries: [(task: AnyAPITask, attempt: Int, after: Double)] = []
         private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
+        private(set) var grants: [AnyAPITask] = []
         /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
         private(set) var send: (task: AnyAPITask, attempt: Int)?
         /// The attempt that may be replayed (the answer to ``SchedulingMachine/credentialRefused(_:attempt:into:)``).
@@ -107,6 +113,7 @@ extension SchedulingMachine {
             case .scheduleWaitLimit(let task, let wait): waitLimits.append((task, wait))
             case .scheduleQuietEnd(let task, let wait): quietEnds.append((task, wait))
             case .tell(let task, let observation): observations.append((task, observation))
+            case .grantSlot(let task): grants.append(task)
             }
         }
 
@@ -129,6 +136,7 @@ extension SchedulingMachine {
             list += quietEnds.map { Action.scheduleQuietEnd($0.task, after: $0.after) }
             list += retries.map { Action.scheduleRetry($0.task, attempt: $0.attempt, after: $0.after) }
             list += starts.map { Action.start($0.task, attempt: $0.attempt) }
+            list += grants.map { Action.grantSlot($0) }
             if let send { list.append(.send(send.task, attempt: send.attempt)) }
             if let replay { list.append(.replay(replay.task, attempt: replay.attempt)) }
             return list

@@ -1,6 +1,10 @@
 /// The scheduling rules: concurrency policies, lines, retries, deadlines and cancellation, as a value
 /// whose events change it and return the actions to perform (``Action``, `Equatable`).
 ///
+/// It calls out to nothing but the ``APIConcurrencyGroup`` of a task that has one, whose lock is a
+/// leaf (taken under the engine's, never the other way round); a slot the group hands to a task
+/// of another engine is an action (``Action/grantSlot(_:)``), performed after the lock is released.
+///
 /// Events: ``send(_:observed:into:)``, ``cancel(_:reason:into:)``, ``cancel(tasks:reason:into:)``,
 /// ``requestBuilt(_:attempt:into:)``, ``asyncStepStarted(_:for:attempt:into:)``,
 /// ``attemptSent(_:attempt:handle:into:)``, ``credentialRefused(_:attempt:into:)``,
@@ -315,7 +319,8 @@ struct SchedulingMachine {
         else { return }
         task.record.lifecycle = .waiting(timer: nil)  // it fired
         scope.quiet.remove(task)
-        startDirectly(task, in: scope, into: &actions)
+        scope.started.append(task, as: .started)
+        admit(task, waitedAlready: true, into: &actions)
     }
 
     /// The timer of ``Action/scheduleDeadline(_:after:)`` was set: kept, or cancelled when the task
@@ -394,6 +399,32 @@ struct SchedulingMachine {
 
     private mutating func startDirectly(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
         scope.started.append(task, as: .started)
+        admit(task, waitedAlready: false, into: &actions)
+    }
+
+    /// The task's policy starts it: its first attempt begins, once it holds a slot of its group.
+    /// Without one free it waits for the group (``groupSlotGranted(_:into:)``).
+    private mutating func admit(_ task: AnyAPITask, waitedAlready: Bool, into actions: inout Actions) {
+        if let group = task.concurrencyGroup, !task.record.holdsGroupSlot {
+            guard group.acquire(for: task) else {
+                task.record.awaitsGroupSlot = true
+                if !waitedAlready { emit(.waiting, for: task, into: &actions) }
+                return
+            }
+            task.record.holdsGroupSlot = true
+        }
+        beginAttempt(task, into: &actions)
+    }
+
+    /// The task's group handed it a slot: still waiting for one, its first attempt begins; ended
+    /// meanwhile, it gives the slot back (to the next waiting task, if any).
+    mutating func groupSlotGranted(_ task: AnyAPITask, into actions: inout Actions) {
+        guard task.record.awaitsGroupSlot, !task.record.hasEnded else {
+            if let next = task.concurrencyGroup?.release() { actions.append(.grantSlot(next)) }
+            return
+        }
+        task.record.awaitsGroupSlot = false
+        task.record.holdsGroupSlot = true
         beginAttempt(task, into: &actions)
     }
 
@@ -411,7 +442,7 @@ struct SchedulingMachine {
         while let head = scope.line.head, scope.canStart(head) {
             scope.line.remove(head)
             scope.startedFromLine.append(head, as: .startedFromLine)
-            beginAttempt(head, into: &actions)
+            admit(head, waitedAlready: true, into: &actions)
         }
     }
 
@@ -449,6 +480,15 @@ struct SchedulingMachine {
         if let timer = task.record.deadlineTimer {
             actions.append(.cancel(Handle(timer)))
             task.record.deadlineTimer = nil
+        }
+        if let group = task.concurrencyGroup {
+            if task.record.holdsGroupSlot {
+                task.record.holdsGroupSlot = false
+                if let next = group.release() { actions.append(.grantSlot(next)) }
+            } else if task.record.awaitsGroupSlot {
+                task.record.awaitsGroupSlot = false
+                group.withdraw(task)
+            }
         }
         switch outcome {
         case .success: ending.source = source ?? .network
@@ -543,6 +583,10 @@ struct SchedulingRecord {
     fileprivate(set) var hasReplayed = false
     /// Whether an async caller waits for this task (its typed observer lives in the typed task).
     fileprivate(set) var isObserved = false
+    /// Whether the task holds a slot of its ``APIConcurrencyGroup``, or waits for one (its policy
+    /// started it; it is listed as started, its lifecycle still `.waiting`).
+    fileprivate(set) var holdsGroupSlot = false
+    fileprivate(set) var awaitsGroupSlot = false
     /// The scope the task is listed in while in flight, and in which of its lists.
     fileprivate(set) var scope: ScopeState?
     fileprivate(set) var membership = Membership.none
