@@ -14,6 +14,9 @@ struct StoryRequest: APIRequest {
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var retryPolicy: APIRetryPolicy?
     var cacheOption: APICacheOption = .networkOnly
+    var debounceInterval: TimeInterval = 0.3
+    var sharing: APIRequestSharing = .never
+    var concurrencyGroup: APIConcurrencyGroup?
 }
 
 final class StoryAPI: APIManager {
@@ -84,6 +87,7 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
         switch error {
         case .cancelled(let reason): log(task, "cancelled (\(reason))")
         case .ignored: log(task, "ignored")
+        case .circuitOpen: log(task, "fails at once: the circuit is open, nothing sent")
         default: log(task, "fails: \(error.statusCode.map { "status \($0)" } ?? "\(error)")")
         }
     }
@@ -158,12 +162,25 @@ final class Stage: @unchecked Sendable {
     @discardableResult
     func send(
         _ label: String, _ path: String, _ policy: APIConcurrencyPolicy = .default, retry: APIRetryPolicy? = nil,
-        cache: APICacheOption = .networkOnly
+        cache: APICacheOption = .networkOnly, through api: StoryAPI? = nil,
+        configure: (inout StoryRequest) -> Void = { _ in }
     ) -> APITask<StoryRequest> {
-        api.send(
-            StoryRequest(
-                label: label, url: baseURL, path: isLive ? livePaths[path] ?? path : path, concurrencyPolicy: policy,
-                retryPolicy: retry, cacheOption: cache))
+        var request = StoryRequest(
+            label: label, url: baseURL, path: isLive ? livePaths[path] ?? path : path, concurrencyPolicy: policy,
+            retryPolicy: retry, cacheOption: cache)
+        configure(&request)
+        return (api ?? self.api).send(request)
+    }
+
+    /// Another manager on the stage's transport and clock, on an engine of its own, its events on
+    /// the same timeline.
+    func makeAPI(circuitBreaker: APICircuitBreaker? = nil) -> StoryAPI {
+        let api = StoryAPI(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: isLive ? .concurrent() : .inline,
+                circuitBreaker: circuitBreaker))
+        api.delegate = timeline
+        return api
     }
 
     /// Moves to `seconds` after the story began: virtual time is advanced, real time is waited for.
@@ -211,7 +228,10 @@ struct Story: Sendable {
     var authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil
     let run: @Sendable (Stage) -> Void
 
-    static let all: [Story] = [cart, search, refresh, detail, flaky, cache, session, profile]
+    static let all: [Story] = [
+        cart, search, refresh, detail, flaky, cache, session, profile, typeAhead, gallery, autosave, sharedProfile,
+        outage,
+    ]
 
     static let cart = Story(
         name: "cart", title: "Cart: add, update and remove never overlap or reorder (waitUntilDone)"

@@ -50,7 +50,15 @@ expect_lines "$playground_output" \
     "   0.700s  #3  cart badge         ends: 200" \
     "3 of 3 screens loaded after 1 refresh(es)" \
     "   0.200s      profile screen     shows Ada Lovelace, member since 1843" \
-    "   0.700s      profile screen     shows an error: status 404"
+    "   0.700s      profile screen     shows an error: status 404" \
+    '   0.100s  #1  type "s"           cancelled (policy)' \
+    '   0.700s  #5  type "swift"       starts' \
+    "gallery            20 of 20 loaded, at most 4 at once" \
+    "   0.200s  #2  save version 2     cancelled (policy)" \
+    "   0.500s  #4  save version 4     starts" \
+    "profile            2 screens answered, 1 request(s) on the wire" \
+    "   0.800s  #4  load 4             fails at once: the circuit is open, nothing sent" \
+    "   1.700s      circuit            closes: the probe succeeded"
 echo "== Playground against the real server (--base-url)"
 # Every story's key lines in a live run ($1: the output, $2: the transport it names).
 expect_live_stories() {
@@ -65,7 +73,15 @@ expect_live_stories() {
         "cart badge         ends: 200" \
         "3 of 3 screens loaded after 1 refresh(es)" \
         "profile screen     shows Ada Lovelace, member since 1843" \
-        "profile screen     shows an error: status 404"
+        "profile screen     shows an error: status 404" \
+        'type "s"           cancelled (policy)' \
+        'type "swift"       ends: 200' \
+        "gallery            20 of 20 loaded, at most 4 at once" \
+        "save version 2     cancelled (policy)" \
+        "save version 4     ends: 200" \
+        "profile            2 screens answered, 1 request(s) on the wire" \
+        "load 4             fails at once: the circuit is open, nothing sent" \
+        "circuit            closes: the probe succeeded"
 }
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"

@@ -15,11 +15,9 @@ extension SchedulingMachine.Actions {
         }
     }
 
-    /// Cancels what is to be cancelled, hands freed group slots on, and tells the async callers, in
-    /// that order.
+    /// Cancels what is to be cancelled and tells the async callers, in that order.
     func performCancellationsAndObservations() {
         for cancellable in cancellations { cancellable.cancel() }
-        for task in grants { Self.grant(task) }
         for (task, observation) in observations {
             switch observation {
             case .cached(let built): built.handOver(.observerCachedCopy)
@@ -83,6 +81,9 @@ extension APIEngine {
         case .immediate?: deliverEvents()
         case nil: break
         }
+        // Freed group slots go on last, so that with `.immediate` delivery the terminal event of the
+        // task that freed one comes before the start of the task (of any engine) that takes it.
+        for task in actions.grants { SchedulingMachine.Actions.grant(task) }
     }
 
     /// Delivers queued events until none are left. Only one thread delivers at a time.

@@ -131,8 +131,10 @@ public final class APIEngine: @unchecked Sendable {
     deinit {
         var actions = SchedulingMachine.Actions()
         state.withLock { $0.machine.release(into: &actions) }
-        // No delivery and no new starts: only cancellations and async callers.
+        // No delivery and no new starts: only cancellations, async callers, and the group slots
+        // its tasks held, for other engines' tasks.
         actions.performCancellationsAndObservations()
+        for task in actions.grants { SchedulingMachine.Actions.grant(task) }
     }
 
     // MARK: Settings
