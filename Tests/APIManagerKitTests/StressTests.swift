@@ -1,8 +1,9 @@
-import APIManagerKit
 import APIManagerKitTesting
 import Dispatch
 import Foundation
 import Testing
+
+@testable import APIManagerKit
 
 /// A small seeded generator, so a failing run can be replayed.
 struct SplitMix64: RandomNumberGenerator {
@@ -88,6 +89,77 @@ struct StressTests {
             let starts = events.filter { $0.hasPrefix("start") }
             if starts != (0..<starts.count).map({ "start \($0 + 1)" }) {
                 problems.append("task \(task.identifier): starts \(starts)")
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+    }
+
+    /// Eight threads, two managers on two engines sharing a concurrency group, every policy, limits,
+    /// priorities, bounded lines, shared identical requests, retries, deadlines and cancellations,
+    /// on one virtual clock. Every task ends exactly once, and engines, group and flights end empty.
+    @Test(arguments: [UInt64(11), 12])
+    func everyPolicyLimitGroupAndSharingUnderEightThreads(seed: UInt64) {
+        let threads = 8
+        let tasksPerThread = 250
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/instant", .json("{}"))
+        transport.stub(nil, "/delayed", MockTransport.Reply.json("{}").after(0.5))
+        transport.stub(nil, "/failing", MockTransport.Reply.status(503).after(0.2))
+        let group = APIConcurrencyGroup(limit: 3)
+        let recorders = [EventRecorder(), EventRecorder()]
+        let managers = recorders.map { recorder in
+            let manager = TestManager(
+                engine: APIEngine(
+                    transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5), delivery: .immediate,
+                    execution: .inline))
+            manager.delegate = recorder
+            return manager
+        }
+        let sent = Locked<[(Int, APITask<TestRequest>)]>([])
+
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var random = SplitMix64(state: seed &* 1_000 &+ UInt64(thread))
+            var mine: [(Int, APITask<TestRequest>)] = []
+            for _ in 0..<tasksPerThread {
+                let which = Int.random(in: 0..<2, using: &random)
+                var request = TestRequest(
+                    ["/instant", "/delayed", "/failing"].randomElement(using: &random) ?? "/instant",
+                    APIConcurrencyPolicy.allCases.randomElement(using: &random) ?? .default,
+                    scope: ["a", "b", nil].randomElement(using: &random) ?? nil,
+                    retry: Bool.random(using: &random) ? APIRetryPolicy(maxAttempts: 2, baseDelay: 0.1) : nil,
+                    deadline: Int.random(in: 0..<6, using: &random) == 0 ? 0.7 : nil)
+                request.priority = Int.random(in: -1...2, using: &random)
+                request.concurrencyLimit = Int.random(in: 1...3, using: &random)
+                if Bool.random(using: &random) { request.group = group }
+                if Int.random(in: 0..<3, using: &random) == 0 { request.sharing = .safeMethods }
+                if Int.random(in: 0..<5, using: &random) == 0 {
+                    request.lineLimit = APILineLimit(maxLength: 3, maxWait: 0.6)
+                }
+                mine.append((which, managers[which].send(request)))
+                switch Int.random(in: 0..<12, using: &random) {
+                case 0: mine.randomElement(using: &random)?.1.cancel()
+                case 1: clock.advance(by: 0.1)
+                case 2: managers[which].cancelTasks { $0.identifier % 5 == 0 }
+                default: break
+                }
+            }
+            sent.withLock { $0 += mine }
+        }
+        clock.runUntilIdle()
+
+        let tasks = sent.withLock { $0 }
+        #expect(tasks.count == threads * tasksPerThread)
+        for manager in managers { #expect(manager.engine.inFlightCount == 0) }
+        #expect(group.runningCount == 0 && group.waitingCount == 0)
+        for manager in managers { #expect(manager.engine.sharedFlights.count == 0) }
+        #expect(transport.pendingCount == 0)
+        var problems: [String] = []
+        for (which, task) in tasks {
+            let events = recorders[which].events(of: task)
+            let terminal = events.filter { $0 == "finished" || $0.hasPrefix("failed") }
+            if terminal.count != 1 || events.last != terminal.first {
+                problems.append("task \(which)/\(task.identifier): \(events)")
             }
         }
         #expect(problems.isEmpty, "\(problems.prefix(5))")

@@ -16,6 +16,11 @@ struct TestRequest: APIRequest {
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var concurrencyScope: String?
     var priority = 0
+    var concurrencyLimit = 4
+    var sharing: APIRequestSharing = .never
+    var lineLimit: APILineLimit?
+    var group: APIConcurrencyGroup?
+    var concurrencyGroup: APIConcurrencyGroup? { group }
     var retryPolicy: APIRetryPolicy?
     var deadline: TimeInterval?
     var headers: [String: String] = [:]
