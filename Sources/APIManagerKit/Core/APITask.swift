@@ -258,12 +258,22 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
 
     init(request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil) {
         self.request = request
+        // Settings only some policies use are read only for them.
+        let policy = request.concurrencyPolicy
+        let mayWaitInLine: Bool
+        switch policy {
+        case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited: mayWaitInLine = true
+        case .default, .cancelOthers, .ignoreCurrent, .debounce, .throttle: mayWaitInLine = false
+        }
+        let paced = policy == .debounce || policy == .throttle
         super.init(
-            identifier: 0, policy: request.concurrencyPolicy, scope: request.concurrencyScope,
-            priority: request.priority, lineLimit: request.lineLimit, concurrencyLimit: request.concurrencyLimit,
-            pacing: Pacing(
-                debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
-                throttleMode: request.throttleMode),
+            identifier: 0, policy: policy, scope: request.concurrencyScope,
+            priority: request.priority, lineLimit: mayWaitInLine ? request.lineLimit : nil,
+            concurrencyLimit: policy == .limited ? request.concurrencyLimit : 4,
+            pacing: paced
+                ? Pacing(
+                    debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
+                    throttleMode: request.throttleMode) : Pacing(),
             sharing: request.sharing, group: request.concurrencyGroup,
             deadline: request.deadline,
             cacheSettings: CacheSettings(

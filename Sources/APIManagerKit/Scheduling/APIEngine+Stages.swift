@@ -142,7 +142,7 @@ extension APIEngine {
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
         attempt.sent = (options, clock.now)
         let request = attempt.request
-        if attempt.task.sharing.allows(request.httpMethod) {
+        if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod) {
             return sendShared(attempt, options: options)
         }
         tellStarted(attempt, kind: .started)
