@@ -35,31 +35,33 @@ extension APIEngine {
     /// starts, and the delivery of queued events (`delivery`, when they are to be scheduled).
     func perform(_ actions: SchedulingMachine.Actions, delivery: APIDelivery?) {
         actions.performCancellationsAndObservations()
-        for (task, deadline) in actions.deadlines {
+        for action in actions.timersAndGrants {
+            switch action {
             // Timers hold the task weakly: a clock may keep a cancelled timer's closure until its
             // due time, and the engine keeps every task in flight itself.
-            let timer = clock.schedule(after: deadline) { [weak self, weak task] in
-                if let task { self?.deadlineFired(task, deadline: deadline) }
+            case .scheduleDeadline(let task, let deadline):
+                let timer = clock.schedule(after: deadline) { [weak self, weak task] in
+                    if let task { self?.deadlineFired(task, deadline: deadline) }
+                }
+                transition { $0.deadlineTimerSet(task, timer: timer, into: &$1) }
+            case .scheduleWaitLimit(let task, let maxWait):
+                let timer = clock.schedule(after: maxWait) { [weak self, weak task] in
+                    if let task { self?.waitLimitFired(task, maxWait: maxWait) }
+                }
+                transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
+            case .scheduleQuietEnd(let task, let interval):
+                let timer = clock.schedule(after: interval) { [weak self, weak task] in
+                    if let task { self?.quietEnded(task) }
+                }
+                transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
+            case .scheduleRetry(let task, let attempt, let delay):
+                let timer = clock.schedule(after: delay) { [weak self, weak task] in
+                    if let task { self?.retryTimerFired(task, attempt: attempt) }
+                }
+                transition { $0.retryTimerSet(task, attempt: attempt, timer: timer, into: &$1) }
+            case .grantSlot, .start, .send, .replay, .cancel, .tell:
+                break  // slots are handed on last, below; the others are not timers
             }
-            transition { machine, actions in machine.deadlineTimerSet(task, timer: timer, into: &actions) }
-        }
-        for (task, maxWait) in actions.waitLimits {
-            let timer = clock.schedule(after: maxWait) { [weak self, weak task] in
-                if let task { self?.waitLimitFired(task, maxWait: maxWait) }
-            }
-            transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
-        }
-        for (task, interval) in actions.quietEnds {
-            let timer = clock.schedule(after: interval) { [weak self, weak task] in
-                if let task { self?.quietEnded(task) }
-            }
-            transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
-        }
-        for (task, attempt, delay) in actions.retries {
-            let timer = clock.schedule(after: delay) { [weak self, weak task] in
-                if let task { self?.retryTimerFired(task, attempt: attempt) }
-            }
-            transition { $0.retryTimerSet(task, attempt: attempt, timer: timer, into: &$1) }
         }
         let starts = actions.starts
         if !starts.isEmpty {
@@ -83,7 +85,9 @@ extension APIEngine {
         }
         // Freed group slots go on last, so that with `.immediate` delivery the terminal event of the
         // task that freed one comes before the start of the task (of any engine) that takes it.
-        for task in actions.grants { SchedulingMachine.Actions.grant(task) }
+        if !actions.timersAndGrants.isEmpty {
+            for task in actions.grants { SchedulingMachine.Actions.grant(task) }
+        }
     }
 
     /// Delivers queued events until none are left. Only one thread delivers at a time.

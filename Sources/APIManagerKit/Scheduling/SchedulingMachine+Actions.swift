@@ -88,12 +88,10 @@ extension SchedulingMachine {
     struct Actions: Equatable, Sequence {
         private(set) var cancellations: [any APICancellable] = []
         private(set) var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
-        private(set) var deadlines: [(task: AnyAPITask, after: Double)] = []
-        private(set) var waitLimits: [(task: AnyAPITask, after: Double)] = []
-        private(set) var quietEnds: [(task: AnyAPITask, after: Double)] = []
-        private(set) var retries: [(task: AnyAPITask, attempt: Int, after: Double)] = []
+        /// Timers to schedule and group slots to hand on, in the order decided: rarer than the
+        /// rest, so they share one array (an empty array still costs a release when dropped).
+        private(set) var timersAndGrants: [Action] = []
         private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
-        private(set) var grants: [AnyAPITask] = []
         /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
         private(set) var send: (task: AnyAPITask, attempt: Int)?
         /// The attempt that may be replayed (the answer to ``SchedulingMachine/credentialRefused(_:attempt:into:)``).
@@ -108,13 +106,15 @@ extension SchedulingMachine {
             case .send(let task, let attempt): send = (task, attempt)
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
-            case .scheduleRetry(let task, let attempt, let delay): retries.append((task, attempt, delay))
-            case .scheduleDeadline(let task, let deadline): deadlines.append((task, deadline))
-            case .scheduleWaitLimit(let task, let wait): waitLimits.append((task, wait))
-            case .scheduleQuietEnd(let task, let wait): quietEnds.append((task, wait))
+            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .grantSlot:
+                timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
-            case .grantSlot(let task): grants.append(task)
             }
+        }
+
+        /// The tasks whose group handed them a slot.
+        var grants: [AnyAPITask] {
+            timersAndGrants.compactMap { if case .grantSlot(let task) = $0 { task } else { nil } }
         }
 
         /// Whether the attempt may go to the transport.
@@ -131,10 +131,7 @@ extension SchedulingMachine {
         var list: [Action] {
             var list = cancellations.map { Action.cancel(Handle($0)) }
             list += observations.map { Action.tell($0.0, $0.1) }
-            list += deadlines.map { Action.scheduleDeadline($0.task, after: $0.after) }
-            list += waitLimits.map { Action.scheduleWaitLimit($0.task, after: $0.after) }
-            list += quietEnds.map { Action.scheduleQuietEnd($0.task, after: $0.after) }
-            list += retries.map { Action.scheduleRetry($0.task, attempt: $0.attempt, after: $0.after) }
+            list += timersAndGrants.filter { if case .grantSlot = $0 { false } else { true } }
             list += starts.map { Action.start($0.task, attempt: $0.attempt) }
             list += grants.map { Action.grantSlot($0) }
             if let send { list.append(.send(send.task, attempt: send.attempt)) }
