@@ -1,8 +1,11 @@
 // What one task costs the scheduler, sent inline through a transport that answers inside `send`,
 // in five set-ups: as before interceptors existed (no default headers), with the standard default
 // headers, with one adapter that returns its input, with one interceptor that adapts and inspects
-// without changing anything, and with an authentication; and `line`: `waitUntilDone` tasks queued
-// behind each other on a transport that holds them, then answered one by one (no default headers). Count the
+// without changing anything, and with an authentication; and, on a transport that holds requests
+// until they are answered one by one (no default headers): `line` (`waitUntilDone` tasks queued
+// behind each other), `priorities` (the same over eight priorities), `limited` (four at a time),
+// `conflate` (each replacing the one waiting), `sharing` (every sender joining one attempt); and
+// `group` (four managers on four engines, from four threads, sharing a group of four, instant). Count the
 // instructions of two runs with valgrind and take the slope (see Benchmarks/README.md):
 //
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 1000
@@ -79,7 +82,11 @@ final class HoldingTransport: APITransport, @unchecked Sendable {
 
 struct LineRequest: APIRequest {
     let url = URL(string: "http://127.0.0.1/ping") ?? URL(fileURLWithPath: "/")
-    var concurrencyPolicy: APIConcurrencyPolicy { .waitUntilDone }
+    var concurrencyPolicy: APIConcurrencyPolicy = .waitUntilDone
+    var priority = 0
+    var sharing: APIRequestSharing = .never
+    var group: APIConcurrencyGroup?
+    var concurrencyGroup: APIConcurrencyGroup? { group }
 }
 
 final class LineAPI: APIManager {
@@ -97,7 +104,10 @@ final class Counter: APIManagerDelegate, @unchecked Sendable {
     }
 }
 
-let variants = ["plain", "headers", "interceptor", "both", "authenticated", "line"]
+let variants = [
+    "plain", "headers", "interceptor", "both", "authenticated", "line", "priorities", "limited", "conflate", "sharing",
+    "group", "waiting-memory",
+]
 let arguments = CommandLine.arguments.dropFirst()
 guard let variant = arguments.first, variants.contains(variant),
     let count = arguments.dropFirst().first.flatMap(Int.init), count > 0
@@ -106,19 +116,82 @@ else {
     exit(64)
 }
 
-if variant == "line" {
+/// Sends `count` tasks made by `request` through a transport that holds them, then answers them
+/// one by one (the held and line variants), and prints the wall-clock time per task.
+func runHeld(_ name: String, count: Int, request: (Int) -> LineRequest) {
     let holding = HoldingTransport()
     let lineAPI = LineAPI(
         engine: APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
     let counter = Counter()
     lineAPI.delegate = counter
     let start = DispatchTime.now().uptimeNanoseconds
-    for _ in 0..<count { lineAPI.send(LineRequest()) }
+    for index in 0..<count { lineAPI.send(request(index)) }
     while holding.completeNext() {}
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
-    precondition(counter.finished == count, "\(counter.finished) of \(count) finished")
-    print(String(format: "line: %d tasks, %.2f µs per task (wall clock)", count, elapsed / Double(count) / 1_000))
+    print(String(format: "%@: %d tasks, %.2f µs per task (wall clock)", name, count, elapsed / Double(count) / 1_000))
+}
+
+switch variant {
+case "line":
+    // waitUntilDone tasks queued behind each other, then answered one by one.
+    runHeld("line", count: count) { _ in LineRequest() }
     exit(0)
+case "priorities":
+    // The same, the line kept by eight priorities.
+    runHeld("priorities", count: count) { LineRequest(priority: $0 % 8) }
+    exit(0)
+case "limited":
+    // limited tasks, four at a time, the rest in line.
+    runHeld("limited", count: count) { _ in LineRequest(concurrencyPolicy: .limited) }
+    exit(0)
+case "conflate":
+    // Each conflate task replaces the one waiting; one runs.
+    runHeld("conflate", count: count) { _ in LineRequest(concurrencyPolicy: .conflate) }
+    exit(0)
+case "sharing":
+    // One request on the wire for every sender: all join the first sender's attempt.
+    runHeld("sharing", count: count) { _ in LineRequest(concurrencyPolicy: .default, sharing: .safeMethods) }
+    exit(0)
+case "group":
+    // Four managers on four engines, from four threads, sharing a group of four slots.
+    let group = APIConcurrencyGroup(limit: 4)
+    let managers = (0..<4).map { _ in
+        LineAPI(
+            engine: APIEngine(
+                transport: InstantTransport(), delivery: .immediate, execution: .inline, defaultHeaders: .none))
+    }
+    let start = DispatchTime.now().uptimeNanoseconds
+    DispatchQueue.concurrentPerform(iterations: 4) { thread in
+        for _ in 0..<(count / 4) { managers[thread].send(LineRequest(concurrencyPolicy: .default, group: group)) }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
+    print(
+        String(
+            format: "group: %d tasks, %.2f µs per task (wall clock, 4 threads)", count, elapsed / Double(count) / 1_000)
+    )
+    exit(0)
+case "waiting-memory":
+    // Resident bytes per waiting task: one held task, then `count` waiting behind it over eight
+    // priorities (Linux: /proc/self/statm; use 100,000 tasks or more, pages are coarse).
+    func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * 4096 : 0
+    }
+    let holding = HoldingTransport()
+    let lineAPI = LineAPI(
+        engine: APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
+    lineAPI.send(LineRequest())
+    let before = residentBytes()
+    for index in 0..<count { lineAPI.send(LineRequest(priority: index % 8)) }
+    let after = residentBytes()
+    print(
+        String(
+            format: "waiting-memory: %d waiting tasks over 8 priorities, %.0f resident bytes each", count,
+            Double(after - before) / Double(count)))
+    exit(0)
+default:
+    break
 }
 
 let authentication = APIAuthentication(authenticator: StaticTokens())

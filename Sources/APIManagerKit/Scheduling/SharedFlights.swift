@@ -70,10 +70,10 @@ final class SharedFlights: Sendable {
             state.nextNumber += 1
             let member = state.nextNumber
             let handle = MemberHandle(flights: self, key: key, member: member)
-            if var flight = state.flights[key] {
-                flight.members[member] = attempt
-                state.flights[key] = flight
-                return .joined(leader: flight.leader, member: handle)
+            if let leader = state.flights[key]?.leader {
+                // In place: a copy of the flight would copy its members, once per joiner.
+                state.flights[key]?.members[member] = attempt
+                return .joined(leader: leader, member: handle)
             }
             var flight = Flight(number: member, leader: attempt.task.identifier)
             flight.members[member] = attempt
@@ -106,15 +106,10 @@ final class SharedFlights: Sendable {
     /// One attempt leaves; the flight's transport request is cancelled when it was the last.
     fileprivate func leave(_ key: Key, member: UInt64) {
         let orphaned = state.withLock { state -> (any APICancellable)? in
-            guard var flight = state.flights[key], flight.members.removeValue(forKey: member) != nil else {
-                return nil
-            }
-            if flight.members.isEmpty {
-                state.flights[key] = nil
-                return flight.handle
-            }
-            state.flights[key] = flight
-            return nil
+            guard state.flights[key]?.members.removeValue(forKey: member) != nil,
+                state.flights[key]?.members.isEmpty == true
+            else { return nil }
+            return state.flights.removeValue(forKey: key)?.handle
         }
         orphaned?.cancel()
     }
