@@ -67,6 +67,28 @@ struct PolicyIntegrationTests {
         }
     }
 
+    @Test func aGroupSharedByTwoManagersNeverRunsMoreThanItsLimitOnTheServer() async throws {
+        let group = UUID().uuidString
+        let shared = APIConcurrencyGroup(limit: 2)
+        let clients = [Client<APIRawResponse>(), Client<APIRawResponse>()]  // two engines
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for index in 0..<6 {
+                var request = tracked(group, "image \(index)", .default, delay: 0.3)
+                request.group = shared
+                let client = clients[index % 2]
+                tasks.addTask { _ = try await client.response(for: request) }
+            }
+            try await tasks.waitForAll()
+        }
+        let log = try await serverLog(group)
+        #expect(log.count == 6)
+        for entry in log {
+            let overlapping = log.filter { $0.name != entry.name && $0.start < entry.start && $0.end > entry.start }
+            #expect(overlapping.count <= 1, "\(entry.name) started while \(overlapping.map(\.name)) ran")
+        }
+        #expect(shared.runningCount == 0 && shared.waitingCount == 0)
+    }
+
     @Test func identicalRequestsInFlightReachTheServerOnce() async throws {
         let group = UUID().uuidString
         let (client, ends) = clientWithEnds(APIRawResponse.self)

@@ -36,6 +36,8 @@ struct HTTPRequest: APIRequest {
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var concurrencyLimit = 4
     var sharing: APIRequestSharing = .never
+    var group: APIConcurrencyGroup?
+    var concurrencyGroup: APIConcurrencyGroup? { group }
     var acceptableStatusCodes: APIStatusCodes = .success
     var maxBodySize: Int? = APIRequestDefaults.maxResponseBodySize
     var maxResponseBodySize: Int? { maxBodySize }
