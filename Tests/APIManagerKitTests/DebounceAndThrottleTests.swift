@@ -6,11 +6,6 @@ import Testing
 
 @testable import APIManagerKit
 
-private final class Timer: APICancellable, @unchecked Sendable {
-    // @unchecked: no state.
-    func cancel() {}
-}
-
 extension MachineHarness {
     /// Sends a debounced or throttled task at `now` on the engine's clock.
     @discardableResult
@@ -70,7 +65,7 @@ struct DebounceAndThrottleTests {
     @Test func cancellingADebouncedTaskCancelsItsTimer() {
         var h = MachineHarness()
         let task = h.sendPaced(.debounce)
-        let timer = Timer()
+        let timer = NamedHandle()
         h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
         #expect(h.machine.inFlightCount == 0)

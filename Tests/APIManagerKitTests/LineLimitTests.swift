@@ -7,11 +7,6 @@ import Testing
 
 @testable import APIManagerKit
 
-private final class Timer: APICancellable, @unchecked Sendable {
-    // @unchecked: no state.
-    func cancel() {}
-}
-
 extension MachineHarness {
     /// Sends a task with a line limit.
     @discardableResult
@@ -71,7 +66,7 @@ struct LineLimitTests {
         let impatient = h.send(.waitUntilDone, scope: scope, limit: APILineLimit(maxWait: 5))
         #expect(Array(h.lastActions) == [.scheduleWaitLimit(impatient, after: 5)])
         let last = h.send(.waitUntilDone, scope: scope)
-        let timer = Timer()
+        let timer = NamedHandle()
         #expect(Array(h.run { $0.waitTimerSet(impatient, timer: timer, into: &$1) }) == [])
         #expect(Array(h.run { $0.waitLimitFired(impatient, maxWait: 5, into: &$1) }) == [])
         #expect(h.events(of: impatient) == ["waiting", "failed \(APIError.waitedTooLong(maxWait: 5))"])
@@ -85,7 +80,7 @@ struct LineLimitTests {
         var h = MachineHarness()
         let running = h.send(.default)
         let task = h.send(.waitUntilDone, limit: APILineLimit(maxWait: 5))
-        let timer = Timer()
+        let timer = NamedHandle()
         h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         h.finish(running)
         #expect(h.lastActions.contains(.cancel(SchedulingMachine.Handle(timer))))
@@ -98,10 +93,10 @@ struct LineLimitTests {
         var h = MachineHarness()
         h.send(.default)
         let task = h.send(.waitUntilDone, limit: APILineLimit(maxWait: 5))
-        let timer = Timer()
+        let timer = NamedHandle()
         h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
-        let late = Timer()
+        let late = NamedHandle()
         #expect(Array(h.run { $0.waitTimerSet(task, timer: late, into: &$1) }) == [.cancel(.init(late))])
     }
 

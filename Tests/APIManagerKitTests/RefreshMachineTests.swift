@@ -5,11 +5,6 @@ import Testing
 
 @testable import APIManagerKit
 
-private final class Handle: APICancellable, @unchecked Sendable {
-    // @unchecked: no state.
-    func cancel() {}
-}
-
 /// Records what each waiter was told.
 private final class Told: @unchecked Sendable {
     // @unchecked: the machine's tests run on one thread.
@@ -99,15 +94,15 @@ struct RefreshMachineTests {
     @Test func theRefreshsHandlesAreKeptAndCancelledWhenItEnds() {
         var machine = RefreshMachine(credential: old)
         _ = startRefresh(&machine, told: Told())
-        let work = Handle()
-        let timer = Handle()
+        let work = NamedHandle()
+        let timer = NamedHandle()
         var actions: [RefreshMachine.Action] = []
         machine.refreshStarted(1, work: work, timer: timer, into: &actions)
         #expect(actions.isEmpty)
         machine.refreshEnded(1, outcome: .failure(URLError(.timedOut)), into: &actions)
         #expect(describe(actions).prefix(2) == ["cancel", "cancel"])
         #expect(describe(actions).last?.hasPrefix("resume 1 with The server refused the credential") == true)
-        let late = Handle()
+        let late = NamedHandle()
         actions = []
         machine.refreshStarted(1, work: late, timer: nil, into: &actions)
         #expect(describe(actions) == ["cancel"], "a handle of an ended refresh is cancelled")
@@ -117,7 +112,7 @@ struct RefreshMachineTests {
         var machine = RefreshMachine(credential: old)
         let told = Told()
         _ = startRefresh(&machine, told: told)
-        let work = Handle()
+        let work = NamedHandle()
         var actions: [RefreshMachine.Action] = []
         machine.refreshStarted(1, work: work, timer: nil, into: &actions)
         machine.replace(with: new, into: &actions)

@@ -6,15 +6,9 @@ import Testing
 
 @testable import APIManagerKit
 
-/// A transport request, a timer or an async step, compared by identity in actions.
-private final class Handle: APICancellable, @unchecked Sendable {
-    // @unchecked: never mutated; `cancel()` does nothing (the machine only names what to cancel).
-    func cancel() {}
-}
-
 private typealias Action = SchedulingMachine.Action
 
-private func cancel(_ handle: Handle) -> Action { .cancel(SchedulingMachine.Handle(handle)) }
+private func cancel(_ handle: NamedHandle) -> Action { .cancel(SchedulingMachine.Handle(handle)) }
 
 private let transportFailure = APIError.transport(underlying: URLError(.timedOut))
 
@@ -49,11 +43,11 @@ struct SchedulingMachineEventTests {
         h.tasks.append(task)
         let sent = h.run { machine, actions in machine.send(task, observed: false, into: &actions) }
         #expect(Array(sent) == [.scheduleDeadline(task, after: 5), .start(task, attempt: 1)])
-        let timer = Handle()
+        let timer = NamedHandle()
         #expect(Array(h.run { $0.deadlineTimerSet(task, timer: timer, into: &$1) }) == [])
         let ended = h.run { $0.cancel(task, reason: .explicit, into: &$1) }
         #expect(Array(ended) == [cancel(timer)], "ending the task cancels its deadline")
-        let late = Handle()
+        let late = NamedHandle()
         #expect(Array(h.run { $0.deadlineTimerSet(task, timer: late, into: &$1) }) == [cancel(late)])
     }
 
@@ -89,7 +83,7 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let task = h.send(.default)
         h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
-        let handle = Handle()
+        let handle = NamedHandle()
         #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [])
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(handle)])
     }
@@ -106,9 +100,9 @@ struct SchedulingMachineEventTests {
         let task = h.send(.default)
         h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [])
-        let handle = Handle()
+        let handle = NamedHandle()
         #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [cancel(handle)])
-        let again = Handle()
+        let again = NamedHandle()
         #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: again, into: &$1) }) == [], "settled once")
     }
 
@@ -117,17 +111,17 @@ struct SchedulingMachineEventTests {
         let task = h.send(.default)
         h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
         h.finish(task)
-        let handle = Handle()
+        let handle = NamedHandle()
         #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [])
     }
 
     @Test func anAsyncStepIsKeptWhileItsAttemptRunsAndCancelledAfter() {
         var h = MachineHarness()
         let task = h.send(.default)
-        let step = Handle()
+        let step = NamedHandle()
         #expect(Array(h.run { $0.asyncStepStarted(step, for: task, attempt: 1, into: &$1) }) == [])
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(step)])
-        let late = Handle()
+        let late = NamedHandle()
         #expect(Array(h.run { $0.asyncStepStarted(late, for: task, attempt: 1, into: &$1) }) == [cancel(late)])
     }
 
@@ -142,12 +136,12 @@ struct SchedulingMachineEventTests {
     @Test func aFailureToRetrySchedulesTheTimerAndItsFiringStartsTheNextAttempt() {
         var h = MachineHarness()
         let task = h.send(.default)
-        let step = Handle()
+        let step = NamedHandle()
         h.run { $0.asyncStepStarted(step, for: task, attempt: 1, into: &$1) }
         h.failForRetry(task, delay: 2)
         #expect(Array(h.lastActions) == [cancel(step), .scheduleRetry(task, attempt: 1, after: 2)])
         #expect(task.phase == .waitingForRetry)
-        let timer = Handle()
+        let timer = NamedHandle()
         #expect(Array(h.run { $0.retryTimerSet(task, attempt: 1, timer: timer, into: &$1) }) == [])
         #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1, into: &$1) }) == [.start(task, attempt: 2)])
         #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1, into: &$1) }) == [], "fires once")
@@ -165,7 +159,7 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let task = h.send(.default)
         h.failForRetry(task, delay: 2)
-        let timer = Handle()
+        let timer = NamedHandle()
         h.run { $0.retryTimerSet(task, attempt: 1, timer: timer, into: &$1) }
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(timer)])
 
@@ -173,7 +167,7 @@ struct SchedulingMachineEventTests {
         let flaky = other.send(.default)
         other.failForRetry(flaky, delay: 2)
         other.run { $0.cancel(flaky, reason: .explicit, into: &$1) }
-        let late = Handle()
+        let late = NamedHandle()
         #expect(Array(other.run { $0.retryTimerSet(flaky, attempt: 1, timer: late, into: &$1) }) == [cancel(late)])
     }
 
@@ -181,7 +175,7 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let task = h.send(.default)
         h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
-        let handle = Handle()
+        let handle = NamedHandle()
         h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }
         #expect(Array(h.run { $0.deadlineFired(task, deadline: 5, into: &$1) }) == [cancel(handle)])
         #expect(task.state.isTerminal)
@@ -229,7 +223,7 @@ struct SchedulingMachineEventTests {
         let first = h.send(.waitUntilDone, scope: "cart")
         let second = h.send(.waitUntilDone, scope: "cart")
         h.run { $0.requestBuilt(first, attempt: 1, into: &$1) }
-        let handle = Handle()
+        let handle = NamedHandle()
         h.run { $0.attemptSent(first, attempt: 1, handle: handle, into: &$1) }
         let actions = h.run { $0.cancel(first, reason: .explicit, into: &$1) }
         #expect(Array(actions) == [cancel(handle), .start(second, attempt: 1)])
@@ -241,7 +235,7 @@ struct SchedulingMachineEventTests {
         h.tasks.append(task)
         h.run { $0.send(task, observed: true, into: &$1) }
         h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
-        let handle = Handle()
+        let handle = NamedHandle()
         h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }
         let before = h.events.count
         let actions = h.run { $0.release(into: &$1) }

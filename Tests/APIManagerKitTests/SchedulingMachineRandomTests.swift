@@ -5,12 +5,6 @@ import Testing
 
 @testable import APIManagerKit
 
-/// A handle the random runs report; compared by identity.
-private final class RandomHandle: APICancellable, @unchecked Sendable {
-    // @unchecked: no state.
-    func cancel() {}
-}
-
 @Suite("The scheduling machine under random event sequences", .timeLimit(.minutes(1)))
 struct SchedulingMachineRandomTests {
     /// One random run: `steps` events among sends (every policy, three scopes), attempt ends
@@ -62,7 +56,7 @@ struct SchedulingMachineRandomTests {
                     if pick(3) == 0 {
                         harness.run { machine, actions in machine.cancel(task, reason: .explicit, into: &actions) }
                     }
-                    let handle = RandomHandle()
+                    let handle = NamedHandle()
                     let actions = harness.run { machine, actions in
                         machine.attemptSent(task, attempt: attempt, handle: handle, into: &actions)
                     }
@@ -96,7 +90,7 @@ struct SchedulingMachineRandomTests {
                 // An async step or a retry timer is reported; kept only while it is needed.
                 if let task = harness.tasks.randomElement(using: &random) {
                     let attempt = task.attemptNumber
-                    let handle = RandomHandle()
+                    let handle = NamedHandle()
                     let waitsForRetry = task.phase == .waitingForRetry
                     let actions = harness.run { machine, actions in
                         if waitsForRetry {

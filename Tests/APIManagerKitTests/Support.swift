@@ -196,3 +196,10 @@ final class RequestHookManager: APIManager, @unchecked Sendable {
 
     func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest { try makeRequest(task) }
 }
+
+/// Something to cancel that the scheduling and refresh machines only name in their actions (a
+/// transport request, a timer, an async step): compared by identity, cancelling it does nothing.
+final class NamedHandle: APICancellable, @unchecked Sendable {
+    // @unchecked: no state.
+    func cancel() {}
+}
