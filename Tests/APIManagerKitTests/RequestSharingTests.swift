@@ -77,6 +77,33 @@ struct RequestSharingTests {
         transport.releaseAll()
     }
 
+    @Test func requestsOfDifferentUsersAreNeverShared() {
+        let (transport, manager, _) = make()
+        let ada = manager.send(ProfileRequest(headers: ["Authorization": "Bearer ada"]))
+        let bob = manager.send(ProfileRequest(headers: ["Authorization": "Bearer bob"]))
+        let adaAgain = manager.send(ProfileRequest(headers: ["Authorization": "Bearer ada"]))
+        #expect(transport.records.count == 2, "one request per credential")
+        transport.releaseAll()
+        #expect([ada, bob, adaAgain].allSatisfy { $0.state.name == "finished" })
+    }
+
+    @Test func anEngineWithAnAuthenticationSharesOnlyUnderOneCredential() {
+        let transport = MockTransport()
+        transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
+        let session = APIAuthentication(authenticator: MockAuthenticator())
+        session.signIn(with: APICredential(accessToken: "t0ken"))
+        let manager = ProfileManager(
+            engine: APIEngine(
+                transport: transport, delivery: .immediate, execution: .inline, cache: APIResponseCache(disk: nil),
+                authentication: session))
+        let first = manager.send(ProfileRequest())
+        let second = manager.send(ProfileRequest())
+        #expect(transport.records.count == 1)
+        #expect(transport.records.first?.request.value(forHTTPHeaderField: "Authorization") == "Bearer t0ken")
+        transport.releaseAll()
+        #expect(first.state.name == "finished" && second.state.name == "finished")
+    }
+
     @Test func unsafeMethodsAreSharedOnlyWhenTheRequestOptsIn() {
         let transport = MockTransport()
         transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
