@@ -147,6 +147,30 @@ struct ConcurrencyGroupTests {
         #expect(other.state.name == "finished")
     }
 
+    @Test(arguments: [nil, "images"] as [String?])
+    func aTaskCancelledDuringItsRetryDelayGivesItsSlotToTheWaitingTask(scope: String?) {
+        let clock = TestClock()
+        let group = APIConcurrencyGroup(limit: 1)
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/flaky", .status(503))
+        transport.stub(nil, "/image", MockTransport.Reply.json(#"{"value":"png"}"#).held())
+        let manager = TestManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        var flaky = TestRequest(
+            "/flaky", .waitUntilDone, scope: scope, retry: APIRetryPolicy(baseDelay: 5, jitter: .none))
+        flaky.group = group
+        var image = TestRequest("/image", .default, scope: scope)
+        image.group = group
+        let retrying = manager.send(flaky)
+        let waiting = manager.send(image)
+        #expect(retrying.state.name == "waitingForRetry" && waiting.state.name == "waiting")
+        retrying.cancel()
+        #expect(waiting.state.name == "running", "the slot went on at once")
+        #expect(clock.pendingTimerCount == 0, "the retry timer was cancelled")
+        transport.releaseAll()
+        #expect(group.runningCount == 0 && group.waitingCount == 0)
+    }
+
     @Test func fourManagersOnFourEnginesFromFourThreadsNeverPassTheLimit() async {
         let group = APIConcurrencyGroup(limit: 3)
         let transport = MockTransport()

@@ -202,15 +202,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     func cancel(reason: APIError.CancellationReason) {
-        if let engine {
-            engine.cancel(self, reason: reason)
-        } else {
-            // The engine is gone, and with it every task it owned has already ended; a task not yet
-            // sent is told by a machine of its own (it will never be sent).
-            var machine = SchedulingMachine()
-            var actions = SchedulingMachine.Actions()
-            lock.withLock { machine.cancel(self, reason: reason, into: &actions) }
-        }
+        // Without an engine there is nothing to cancel: it ended every task it had when it was
+        // released, and a task is sent in the step that makes it, so none is left unsent.
+        engine?.cancel(self, reason: reason)
     }
 
     // MARK: Hooks the typed subclass fills in (called without the lock)

@@ -13,8 +13,6 @@ struct Resilience {
         self.budget = budget
     }
 
-    var isEnabled: Bool { breaker != nil || budget != nil }
-
     /// An origin's circuit and its recent requests and retries.
     private struct OriginState {
         var circuit = Circuit.closed(failures: 0)

@@ -210,13 +210,7 @@ public final class APIEngine: @unchecked Sendable {
     func transition(
         _ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void
     ) -> SchedulingMachine.Actions {
-        var actions = SchedulingMachine.Actions()
-        let delivery = state.withLock { state -> APIDelivery? in
-            event(&state.machine, &actions)
-            return actions.deliverEvents ? state.delivery : nil
-        }
-        perform(actions, delivery: delivery)
-        return actions
+        transitionState { state, actions in event(&state.machine, &actions) }.actions
     }
 
     /// Runs one locked step over the whole state (the machine and what the engine keeps beside it,

@@ -139,8 +139,6 @@ extension SchedulingMachine {
             return list
         }
 
-        var isEmpty: Bool { list.isEmpty }
-
         func makeIterator() -> IndexingIterator<[Action]> { list.makeIterator() }
 
         static func == (lhs: Actions, rhs: Actions) -> Bool {

@@ -319,8 +319,7 @@ struct SchedulingMachine {
         else { return }
         task.record.lifecycle = .waiting(timer: nil)  // it fired
         scope.quiet.remove(task)
-        scope.started.append(task, as: .started)
-        admit(task, waitedAlready: true, into: &actions)
+        startDirectly(task, in: scope, waitedAlready: true, into: &actions)
     }
 
     /// The timer of ``Action/scheduleDeadline(_:after:)`` was set: kept, or cancelled when the task
@@ -397,9 +396,13 @@ struct SchedulingMachine {
         actions.append(.scheduleQuietEnd(task, after: interval))
     }
 
-    private mutating func startDirectly(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+    /// Lists the task as started in its scope and admits it; `waitedAlready` when its `waiting` event
+    /// was told (a quiet wait).
+    private mutating func startDirectly(
+        _ task: AnyAPITask, in scope: ScopeState, waitedAlready: Bool = false, into actions: inout Actions
+    ) {
         scope.started.append(task, as: .started)
-        admit(task, waitedAlready: false, into: &actions)
+        admit(task, waitedAlready: waitedAlready, into: &actions)
     }
 
     /// The task's policy starts it: its first attempt begins, once it holds a slot of its group.
