@@ -89,6 +89,18 @@ struct LineRequest: APIRequest {
     var concurrencyGroup: APIConcurrencyGroup? { group }
 }
 
+/// The `line` mode's request, as small as it was when the mode was added, so its figures compare.
+struct QueuedRequest: APIRequest {
+    let url = URL(string: "http://127.0.0.1/ping") ?? URL(fileURLWithPath: "/")
+    var concurrencyPolicy: APIConcurrencyPolicy { .waitUntilDone }
+}
+
+final class HeldAPI<Request: APIRequest>: APIManager {
+    typealias Response = APIEmptyResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
 final class LineAPI: APIManager {
     typealias Request = LineRequest
     typealias Response = APIEmptyResponse
@@ -118,9 +130,9 @@ else {
 
 /// Sends `count` tasks made by `request` through a transport that holds them, then answers them
 /// one by one (the held and line variants), and prints the wall-clock time per task.
-func runHeld(_ name: String, count: Int, request: (Int) -> LineRequest) {
+func runHeld<Request: APIRequest>(_ name: String, count: Int, request: (Int) -> Request) {
     let holding = HoldingTransport()
-    let lineAPI = LineAPI(
+    let lineAPI = HeldAPI<Request>(
         engine: APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
     let counter = Counter()
     lineAPI.delegate = counter
@@ -134,7 +146,7 @@ func runHeld(_ name: String, count: Int, request: (Int) -> LineRequest) {
 switch variant {
 case "line":
     // waitUntilDone tasks queued behind each other, then answered one by one.
-    runHeld("line", count: count) { _ in LineRequest() }
+    runHeld("line", count: count) { _ in QueuedRequest() }
     exit(0)
 case "priorities":
     // The same, the line kept by eight priorities.
