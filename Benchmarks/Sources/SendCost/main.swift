@@ -95,7 +95,8 @@ struct QueuedRequest: APIRequest {
     var concurrencyPolicy: APIConcurrencyPolicy { .waitUntilDone }
 }
 
-final class HeldAPI<Request: APIRequest>: APIManager {
+final class QueueAPI: APIManager {
+    typealias Request = QueuedRequest
     typealias Response = APIEmptyResponse
     let engine: APIEngine
     init(engine: APIEngine) { self.engine = engine }
@@ -128,41 +129,55 @@ else {
     exit(64)
 }
 
-/// Sends `count` tasks made by `request` through a transport that holds them, then answers them
-/// one by one (the held and line variants), and prints the wall-clock time per task.
-func runHeld<Request: APIRequest>(_ name: String, count: Int, request: (Int) -> Request) {
+/// Sends `count` tasks on a transport that holds them, then answers them one by one, and prints the
+/// wall-clock time per task. `sender` makes the mode's manager (a concrete class, as a user's is) on
+/// the engine and returns what sends task number N.
+func runHeld(_ name: String, count: Int, sender: (APIEngine) -> (Int) -> Void) {
     let holding = HoldingTransport()
-    let lineAPI = HeldAPI<Request>(
-        engine: APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
-    let counter = Counter()
-    lineAPI.delegate = counter
+    let send = sender(APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
     let start = DispatchTime.now().uptimeNanoseconds
-    for index in 0..<count { lineAPI.send(request(index)) }
+    for index in 0..<count { send(index) }
     while holding.completeNext() {}
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
     print(String(format: "%@: %d tasks, %.2f µs per task (wall clock)", name, count, elapsed / Double(count) / 1_000))
 }
 
+/// Counts the held modes' terminal events (the managers hold their delegate weakly).
+let heldCounter = Counter()
+
+/// A held mode on a `LineAPI`, each task made by `request`.
+func runHeldLine(_ name: String, count: Int, request: @escaping (Int) -> LineRequest) {
+    runHeld(name, count: count) { engine in
+        let api = LineAPI(engine: engine)
+        api.delegate = heldCounter
+        return { api.send(request($0)) }
+    }
+}
+
 switch variant {
 case "line":
     // waitUntilDone tasks queued behind each other, then answered one by one.
-    runHeld("line", count: count) { _ in QueuedRequest() }
+    runHeld("line", count: count) { engine in
+        let api = QueueAPI(engine: engine)
+        api.delegate = heldCounter
+        return { _ in api.send(QueuedRequest()) }
+    }
     exit(0)
 case "priorities":
     // The same, the line kept by eight priorities.
-    runHeld("priorities", count: count) { LineRequest(priority: $0 % 8) }
+    runHeldLine("priorities", count: count) { LineRequest(priority: $0 % 8) }
     exit(0)
 case "limited":
     // limited tasks, four at a time, the rest in line.
-    runHeld("limited", count: count) { _ in LineRequest(concurrencyPolicy: .limited) }
+    runHeldLine("limited", count: count) { _ in LineRequest(concurrencyPolicy: .limited) }
     exit(0)
 case "conflate":
     // Each conflate task replaces the one waiting; one runs.
-    runHeld("conflate", count: count) { _ in LineRequest(concurrencyPolicy: .conflate) }
+    runHeldLine("conflate", count: count) { _ in LineRequest(concurrencyPolicy: .conflate) }
     exit(0)
 case "sharing":
     // One request on the wire for every sender: all join the first sender's attempt.
-    runHeld("sharing", count: count) { _ in LineRequest(concurrencyPolicy: .default, sharing: .safeMethods) }
+    runHeldLine("sharing", count: count) { _ in LineRequest(concurrencyPolicy: .default, sharing: .safeMethods) }
     exit(0)
 case "group":
     // Four managers on four engines, from four threads, sharing a group of four slots.
