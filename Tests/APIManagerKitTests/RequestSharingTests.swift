@@ -15,6 +15,8 @@ struct RequestSharingTests {
         var headers: [String: String] = [:]
         var body: APIRequestBody?
         var sharing: APIRequestSharing = .safeMethods
+        var retryPolicy: APIRetryPolicy?
+        var concurrencyScope: String?
     }
 
     final class ProfileManager: APIManager {
@@ -162,5 +164,135 @@ struct RequestSharingTests {
         #expect(transport.records.count == 1)
         #expect(first.state.name == "transport(\(URLError.Code.networkConnectionLost.rawValue))")
         #expect(second.state.name == first.state.name)
+    }
+
+    // MARK: Retries are shared
+
+    /// One failure, then an answer; every attempt takes `latency` seconds.
+    private func makeFlaky(latency: TimeInterval = 1, retryBudget: APIRetryBudget? = nil) -> (
+        TestClock, MockTransport, ProfileManager
+    ) {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(
+            nil, "/profile", MockTransport.Reply.failure(.networkConnectionLost).after(latency),
+            MockTransport.Reply.json(#"{"value":"ada"}"#).after(latency))
+        let manager = ProfileManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline, retryBudget: retryBudget))
+        return (clock, transport, manager)
+    }
+
+    private static func retrying(after delay: TimeInterval, scope: String? = nil) -> ProfileRequest {
+        ProfileRequest(retryPolicy: APIRetryPolicy(maxAttempts: 3, baseDelay: delay, jitter: .none), concurrencyScope: scope)
+    }
+
+    @Test(arguments: [nil, "profile"] as [String?])
+    func sendersThatFailTogetherRetryOnOneRequest(scope: String?) {
+        let (clock, transport, manager) = makeFlaky()
+        let first = manager.send(Self.retrying(after: 2, scope: scope))
+        let second = manager.send(Self.retrying(after: 2, scope: scope))
+        clock.advance(by: 1)  // both fail
+        #expect(transport.records.count == 1)
+        clock.advance(by: 2)  // both retry
+        #expect(transport.records.count == 2, "the retries share one request")
+        clock.advance(by: 1)
+        #expect(first.state.name == "finished" && second.state.name == "finished")
+        #expect(first.attemptCount == 2 && second.attemptCount == 2)
+        #expect(manager.engine.sharedFlights.count == 0)
+    }
+
+    @Test(arguments: [nil, "profile"] as [String?])
+    func aSenderArrivingDuringARetryDelayJoinsTheRetry(scope: String?) {
+        let (clock, transport, manager) = makeFlaky()
+        let recorder = EventRecorder()
+        manager.delegate = recorder
+        let first = manager.send(Self.retrying(after: 5, scope: scope))
+        clock.advance(by: 1)  // fails; retries at 6
+        clock.advance(by: 2)
+        let late = manager.send(ProfileRequest(concurrencyScope: scope))
+        #expect(transport.records.count == 1, "nothing is sent for it: it waits for the retry")
+        #expect(late.state.name == "running")
+        clock.advance(by: 3)  // the retry starts
+        #expect(transport.records.count == 2)
+        clock.advance(by: 1)
+        #expect(first.state.name == "finished" && late.state.name == "finished")
+        #expect(late.attemptCount == 1, "the late sender did not fail: it rode the retry")
+        #expect(recorder.events(of: late) == ["start 1", "finished"])
+        #expect(manager.engine.sharedFlights.count == 0)
+    }
+
+    @Test func theEarliestRetryLaunchesTheWaitingSenders() {
+        let (clock, transport, manager) = makeFlaky(latency: 1)
+        let soon = manager.send(Self.retrying(after: 1))
+        let later = manager.send(Self.retrying(after: 10))
+        clock.advance(by: 1)  // both fail: retries at 2 and at 11
+        let waiting = manager.send(ProfileRequest())
+        clock.advance(by: 1)  // the earlier retry goes, the waiting sender with it
+        #expect(transport.records.count == 2)
+        clock.advance(by: 1)
+        #expect(soon.state.name == "finished" && waiting.state.name == "finished")
+        #expect(later.state.name == "waitingForRetry" || later.state.name == "running")
+        clock.advance(by: 9)  // the later retry: the flight has landed, it sends its own
+        #expect(transport.records.count == 3)
+        clock.advance(by: 1)
+        #expect(later.state.name == "finished")
+        #expect(manager.engine.sharedFlights.count == 0)
+    }
+
+    @Test(arguments: [nil, "profile"] as [String?])
+    func aRetrierCancelledDuringItsDelayLetsTheWaitingSendersGoAtOnce(scope: String?) {
+        let (clock, transport, manager) = makeFlaky()
+        let retrier = manager.send(Self.retrying(after: 5, scope: scope))
+        clock.advance(by: 1)
+        let waiting = manager.send(ProfileRequest(concurrencyScope: scope))
+        #expect(transport.records.count == 1)
+        retrier.cancel()
+        #expect(transport.records.count == 2, "nobody retries any more: the waiting sender sends now")
+        clock.advance(by: 1)
+        #expect(waiting.state.name == "finished")
+        #expect(retrier.state.name == "cancelled(explicit)")
+        #expect(manager.engine.sharedFlights.count == 0)
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test func aRetrierCancelledFromAnotherThreadLetsTheWaitingSenderGo() async {
+        let (clock, transport, manager) = makeFlaky()
+        let retrier = manager.send(Self.retrying(after: 5))
+        clock.advance(by: 1)
+        let waiting = manager.send(ProfileRequest())
+        await Task.detached { retrier.cancel() }.value
+        #expect(transport.records.count == 2)
+        clock.advance(by: 1)
+        #expect(waiting.state.name == "finished")
+    }
+
+    @Test func waitingSendersLeavingKeepTheRetryOnItsOwn() {
+        let (clock, transport, manager) = makeFlaky()
+        let retrier = manager.send(Self.retrying(after: 5))
+        clock.advance(by: 1)
+        let waiting = manager.send(ProfileRequest())
+        waiting.cancel()
+        #expect(waiting.state.name == "cancelled(explicit)")
+        clock.advance(by: 5)
+        #expect(transport.records.count == 2, "the retry goes as planned")
+        clock.advance(by: 1)
+        #expect(retrier.state.name == "finished")
+        #expect(manager.engine.sharedFlights.count == 0)
+    }
+
+    @Test func aRetryRefusedByTheBudgetLetsTheWaitingSenderGo() {
+        let (clock, transport, manager) = makeFlaky(
+            retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 0, window: 60))
+        let retrier = manager.send(Self.retrying(after: 5))
+        let waiting = manager.send(ProfileRequest())  // joins the first flight
+        clock.advance(by: 1)
+        #expect(retrier.state.name == "transport(\(URLError.Code.networkConnectionLost.rawValue))")
+        #expect(waiting.state.name == retrier.state.name)
+        let next = manager.send(ProfileRequest())
+        #expect(transport.records.count == 2, "no retry rests the flight: a new sender sends at once")
+        clock.advance(by: 1)
+        #expect(next.state.name == "finished")
+        #expect(manager.engine.sharedFlights.count == 0)
     }
 }

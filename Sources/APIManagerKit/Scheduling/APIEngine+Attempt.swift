@@ -146,13 +146,13 @@ extension APIEngine {
         fail(
             attempt.task, attempt: attempt.number, with: error, sent: attempt.sent != nil, monitor: attempt.monitor,
             origin: resilienceOrigin(of: attempt), request: attempt.request, sensitiveHeaders: attempt.sensitiveHeaders,
-            requestedRetry: requestedRetry)
+            requestedRetry: requestedRetry, flightKey: attempt.flightKey)
     }
 
     private func fail(
         _ task: AnyAPITask, attempt: Int, with error: APIError, sent: Bool, monitor: (@Sendable (APIEvent) -> Void)?,
         origin: String? = nil, request: URLRequest? = nil, sensitiveHeaders: Set<String> = [],
-        requestedRetry: TimeInterval? = nil
+        requestedRetry: TimeInterval? = nil, flightKey: SharedFlights.Key? = nil
     ) {
         if !sent, let monitor {
             monitor(
@@ -169,8 +169,10 @@ extension APIEngine {
             // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
             retryDelay = max(0, delay)
         }
+        // A shared attempt's retry rests its flight before the retry's timer can fire (see ``SharedFlights``).
+        let rests = retryDelay != nil && flightKey.map { sharedFlights.retrying($0, task: task.identifier) } == true
         let now = origin == nil ? 0 : clock.now
-        let (change, refused) = transitionState { state, actions -> (Resilience.Change?, Bool) in
+        let (actions, (change, refused)) = transitionState { state, actions -> (Resilience.Change?, Bool) in
             var change: Resilience.Change?
             var refused = false
             if let origin {
@@ -188,7 +190,8 @@ extension APIEngine {
                 task, attempt: attempt, outcome: .failure(error), source: .network, retryDelay: retryDelay,
                 into: &actions)
             return (change, refused)
-        }.value
+        }
+        if rests, !actions.schedulesRetry(of: task) { retrierLeft(task, retries: false) }
         guard let monitor, let origin else { return }
         let event = { (kind: APIEvent.Kind) in
             monitor(
@@ -232,6 +235,16 @@ extension APIEngine {
         } else {
             work()
         }
+    }
+
+    /// A task whose shared attempt failed no longer waits to retry it: it retries now, or it ended
+    /// during the delay (see ``SharedFlights/retrierLeft(_:retries:)``).
+    func retrierLeft(_ task: AnyAPITask, retries: Bool) {
+        if task.sharing != .never { retrierLeft(task.identifier, retries: retries) }
+    }
+
+    func retrierLeft(_ task: UInt64, retries: Bool) {
+        if let launch = sharedFlights.retrierLeft(task, retries: retries) { self.launch(launch) }
     }
 
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {

@@ -28,6 +28,20 @@ extension SchedulingMachine.Actions {
     }
 }
 
+/// The wait for a retry of a task that shares its requests (``APIRequestSharing``): cancelling it
+/// also takes the task off the resting flight it was to retry.
+private struct RetryWait: APICancellable {
+    let timer: any APICancellable
+    weak var engine: APIEngine?
+    /// The task's identifier: the task itself keeps this handle while it waits.
+    let task: UInt64
+
+    func cancel() {
+        timer.cancel()
+        engine?.retrierLeft(task, retries: false)
+    }
+}
+
 extension APIEngine {
     // MARK: Actions (performed without the lock)
 
@@ -58,7 +72,9 @@ extension APIEngine {
                 let timer = clock.schedule(after: delay) { [weak self, weak task] in
                     if let task { self?.retryTimerFired(task, attempt: attempt) }
                 }
-                transition { $0.retryTimerSet(task, attempt: attempt, timer: timer, into: &$1) }
+                // A shared attempt's retrier leaves its resting flight when its wait is cancelled.
+                let handle = task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
+                transition { $0.retryTimerSet(task, attempt: attempt, timer: handle, into: &$1) }
             case .grantSlot, .start, .send, .replay, .cancel, .tell:
                 break  // slots are handed on last, below; the others are not timers
             }

@@ -155,19 +155,30 @@ extension APIEngine {
     /// ``SharedFlights``); the handle the machine keeps leaves the flight.
     private func sendShared(_ attempt: Attempt, options: APITransportOptions) -> Attempt.Outcome {
         let key = SharedFlights.Key(attempt.request, bodyLimit: attempt.task.maxResponseBodySize)
+        attempt.flightKey = key
         switch sharedFlights.board(attempt, key: key) {
         case .joined(let leader, let member):
             tellStarted(attempt, kind: .joined(leaderTask: leader))
             return .sent(member)
         case .leads(let flight, let member):
             tellStarted(attempt, kind: .started)
-            let flights = sharedFlights
-            let handle = transport.send(attempt.request, options: options) { result in
-                flights.answered(key, flight: flight, with: result)
-            }
-            flights.took(key, flight: flight, handle: handle)
+            launch(SharedFlights.Launch(leader: attempt, key: key, flight: flight))
             return .sent(member)
         }
+    }
+
+    /// Calls the transport for a shared flight: its answer goes to every attempt on board.
+    func launch(_ launch: SharedFlights.Launch) {
+        let flights = sharedFlights
+        let attempt = launch.leader
+        let options =
+            attempt.sent?.options
+            ?? APITransportOptions(
+                sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize)
+        let handle = transport.send(attempt.request, options: options) { result in
+            flights.answered(launch.key, flight: launch.flight, with: result)
+        }
+        flights.took(launch.key, flight: launch.flight, handle: handle)
     }
 
     private func tellStarted(_ attempt: Attempt, kind: APIEvent.Kind) {

@@ -276,6 +276,7 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
+        retrierLeft(task, retries: true)
         transition { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }
     }
 

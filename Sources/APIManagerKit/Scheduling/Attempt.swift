@@ -35,6 +35,8 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var answer: Result<APIRawResponse, any Error>?
     /// The response, once the transport answered with one.
     @exclusivity(unchecked) var response: APIRawResponse?
+    /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.
+    @exclusivity(unchecked) var flightKey: SharedFlights.Key?
 
     /// The engine that runs it, held weakly: a transport's completion that outlives the engine
     /// does nothing.

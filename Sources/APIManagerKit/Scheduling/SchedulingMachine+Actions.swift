@@ -117,6 +117,11 @@ extension SchedulingMachine {
             timersAndGrants.compactMap { if case .grantSlot(let task) = $0 { task } else { nil } }
         }
 
+        /// Whether a retry of the task is to be scheduled.
+        func schedulesRetry(of task: AnyAPITask) -> Bool {
+            timersAndGrants.contains { if case .scheduleRetry(let other, _, _) = $0 { other === task } else { false } }
+        }
+
         /// Whether the attempt may go to the transport.
         func sends(_ task: AnyAPITask, attempt: Int) -> Bool {
             send.map { $0.task === task && $0.attempt == attempt } ?? false

@@ -10,6 +10,14 @@ import FoundationNetworking
 /// builds its own response. Leaving (a task cancelled or ended) detaches one attempt; the transport
 /// request is cancelled when the last one leaves.
 ///
+/// Retries are shared too. When a task whose attempt was on a flight waits to retry it, the flight
+/// *rests* under its key: attempts that come meanwhile board it and wait instead of calling the
+/// transport. The first of its retriers whose delay ends launches it (one of the waiting attempts
+/// calls the transport, and the retrier's own attempt joins it); when every retrier leaves without
+/// retrying (cancelled during the delay), the waiting attempts are launched at once. A resting flight
+/// with no attempt on board simply ends when its first retry starts: that retry's attempt starts
+/// a new flight, which the other retriers join if it is still in the air.
+///
 /// Its lock is a leaf: it is never held while calling the transport or an attempt, and never taken
 /// while the engine's lock is held.
 final class SharedFlights: Sendable {
@@ -45,13 +53,26 @@ final class SharedFlights: Sendable {
         var members: [UInt64: Attempt] = [:]
         /// The transport's handle, once the transport took the request.
         var handle: (any APICancellable)?
-        /// The task whose attempt called the transport.
-        let leader: UInt64
+        /// The task whose attempt called the transport (for a resting flight: a task that retries).
+        var leader: UInt64
+        /// The tasks that wait to retry it; not empty only while the flight rests (is not in the air).
+        var retriers: Set<UInt64> = []
+
+        var isResting: Bool { !retriers.isEmpty }
     }
 
     private struct State {
         var flights: [Key: Flight] = [:]
         var nextNumber: UInt64 = 0
+        /// The key of the resting flight each retrying task waits to retry.
+        var retrying: [UInt64: Key] = [:]
+    }
+
+    /// A resting flight to launch: `leader` calls the transport for everyone on board.
+    struct Launch {
+        let leader: Attempt
+        let key: Key
+        let flight: UInt64
     }
 
     private let state = LockedState(State())
@@ -103,11 +124,54 @@ final class SharedFlights: Sendable {
         for attempt in members { attempt.transportAnswered(result) }
     }
 
-    /// One attempt leaves; the flight's transport request is cancelled when it was the last.
+    /// Task `task`, whose attempt was on the (landed) flight of `key`, waits to retry: the flight
+    /// rests until its retry starts. Returns `false`, and records nothing, when another flight of
+    /// that key is already in the air (the retry joins it if it still is).
+    func retrying(_ key: Key, task: UInt64) -> Bool {
+        state.withLock { state in
+            if let flight = state.flights[key] {
+                guard flight.isResting else { return false }
+                state.flights[key]?.retriers.insert(task)
+            } else {
+                state.nextNumber += 1
+                state.flights[key] = Flight(number: state.nextNumber, leader: task, retriers: [task])
+            }
+            state.retrying[task] = key
+            return true
+        }
+    }
+
+    /// Task `task` no longer waits to retry: its delay ended (`retries`), or it ended during the
+    /// delay. A resting flight is launched when its first retrier retries or its last one leaves;
+    /// returns what to launch, if anyone is on board.
+    func retrierLeft(_ task: UInt64, retries: Bool) -> Launch? {
+        state.withLock { state -> Launch? in
+            guard let key = state.retrying.removeValue(forKey: task),
+                var flight = state.flights[key], flight.retriers.remove(task) != nil
+            else { return nil }
+            if !retries, let other = flight.retriers.first {
+                if flight.leader == task { flight.leader = other }
+                state.flights[key] = flight
+                return nil
+            }
+            for other in flight.retriers { state.retrying[other] = nil }
+            flight.retriers = []
+            guard let first = flight.members.min(by: { $0.key < $1.key })?.value else {
+                state.flights[key] = nil
+                return nil
+            }
+            flight.leader = first.task.identifier
+            state.flights[key] = flight
+            return Launch(leader: first, key: key, flight: flight.number)
+        }
+    }
+
+    /// One attempt leaves; the flight's transport request is cancelled when it was the last (a
+    /// resting flight stays for its retriers).
     fileprivate func leave(_ key: Key, member: UInt64) {
         let orphaned = state.withLock { state -> (any APICancellable)? in
             guard state.flights[key]?.members.removeValue(forKey: member) != nil,
-                state.flights[key]?.members.isEmpty == true
+                state.flights[key]?.members.isEmpty == true, state.flights[key]?.isResting == false
             else { return nil }
             return state.flights.removeValue(forKey: key)?.handle
         }
