@@ -184,7 +184,8 @@ struct RequestSharingTests {
     }
 
     private static func retrying(after delay: TimeInterval, scope: String? = nil) -> ProfileRequest {
-        ProfileRequest(retryPolicy: APIRetryPolicy(maxAttempts: 3, baseDelay: delay, jitter: .none), concurrencyScope: scope)
+        ProfileRequest(
+            retryPolicy: APIRetryPolicy(maxAttempts: 3, baseDelay: delay, jitter: .none), concurrencyScope: scope)
     }
 
     @Test(arguments: [nil, "profile"] as [String?])

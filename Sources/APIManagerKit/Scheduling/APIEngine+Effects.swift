@@ -73,7 +73,8 @@ extension APIEngine {
                     if let task { self?.retryTimerFired(task, attempt: attempt) }
                 }
                 // A shared attempt's retrier leaves its resting flight when its wait is cancelled.
-                let handle = task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
+                let handle =
+                    task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
                 transition { $0.retryTimerSet(task, attempt: attempt, timer: handle, into: &$1) }
             case .grantSlot, .start, .send, .replay, .cancel, .tell:
                 break  // slots are handed on last, below; the others are not timers
