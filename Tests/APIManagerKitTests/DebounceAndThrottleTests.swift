@@ -26,6 +26,18 @@ extension MachineHarness {
 struct DebounceAndThrottleTests {
     // MARK: Debounce, on the machine
 
+    @Test func passedThrottleTurnsOfManyScopesAreForgotten() {
+        var h = MachineHarness()
+        for index in 0..<1_000 {
+            // Each scope's turn has passed by the time the next scope's task is sent.
+            let task = h.sendPaced(.throttle, scope: "item-\(index)", at: Double(index) * 2, throttle: 1)
+            #expect(task.phase == .running)
+        }
+        #expect(h.machine.throttleTurnCount < 20, "passed turns are pruned as they pile up")
+        let again = h.sendPaced(.throttle, scope: "item-999", at: 1_998.5, throttle: 1)
+        #expect(again.phase == .waiting, "a live turn is kept")
+    }
+
     @Test(arguments: [nil, "search"] as [String?])
     func aNewerDebouncedTaskReplacesTheOneStillInItsQuietWait(scope: String?) {
         var h = MachineHarness()

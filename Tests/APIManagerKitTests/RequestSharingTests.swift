@@ -17,6 +17,7 @@ struct RequestSharingTests {
         var sharing: APIRequestSharing = .safeMethods
         var retryPolicy: APIRetryPolicy?
         var concurrencyScope: String?
+        var parameters: APIParameters = [:]
     }
 
     final class ProfileManager: APIManager {
@@ -76,6 +77,20 @@ struct RequestSharingTests {
         manager.send(ProfileRequest(headers: ["Accept-Language": "fr"]))
         manager.send(ProfileRequest(sharing: .never))
         #expect(transport.records.count == 3)
+        transport.releaseAll()
+    }
+
+    @Test func postsWithDifferentBodiesOrQueriesAreNotShared() {
+        let (transport, manager, _) = make()
+        let add = APIRequestBody(data: Data(#"{"add":1}"#.utf8), contentType: "application/json")
+        let remove = APIRequestBody(data: Data(#"{"remove":1}"#.utf8), contentType: "application/json")
+        manager.send(ProfileRequest(method: .post, body: add, sharing: .always))
+        manager.send(ProfileRequest(method: .post, body: remove, sharing: .always))
+        #expect(transport.records.count == 2, "the body is part of the key (Moya keyed on the URL alone)")
+        manager.send(ProfileRequest(parameters: ["page": 1]))
+        manager.send(ProfileRequest(parameters: ["page": 2]))
+        manager.send(ProfileRequest(parameters: ["page": 2]))
+        #expect(transport.records.count == 4, "the query is part of the key")
         transport.releaseAll()
     }
 

@@ -4,7 +4,9 @@
 // without changing anything, and with an authentication; and, on a transport that holds requests
 // until they are answered one by one (no default headers): `line` (`waitUntilDone` tasks queued
 // behind each other), `priorities` (the same over eight priorities), `limited` (four at a time),
-// `conflate` (each replacing the one waiting), `sharing` (every sender joining one attempt); and
+// `conflate` (each replacing the one waiting), `sharing` (every sender joining one attempt); on a
+// clock the program steps, 0.1 s between sends: `debounce` (0.3 s), `throttle` (one start per second,
+// the others waiting for their turn) and `throttle-ignore` (the others ignored); and
 // `group` (four managers on four engines, from four threads, sharing a group of four, instant). Count the
 // instructions of two runs with valgrind and take the slope (see Benchmarks/README.md):
 //
@@ -85,6 +87,7 @@ struct LineRequest: APIRequest {
     var concurrencyPolicy: APIConcurrencyPolicy = .waitUntilDone
     var priority = 0
     var sharing: APIRequestSharing = .never
+    var throttleMode: APIThrottleMode = .wait
     var group: APIConcurrencyGroup?
     var concurrencyGroup: APIConcurrencyGroup? { group }
 }
@@ -119,7 +122,7 @@ final class Counter: APIManagerDelegate, @unchecked Sendable {
 
 let variants = [
     "plain", "headers", "interceptor", "both", "authenticated", "line", "priorities", "limited", "conflate", "sharing",
-    "group", "waiting-memory",
+    "debounce", "throttle", "throttle-ignore", "group", "waiting-memory",
 ]
 let arguments = CommandLine.arguments.dropFirst()
 guard let variant = arguments.first, variants.contains(variant),
@@ -137,6 +140,84 @@ func runHeld(_ name: String, count: Int, sender: (APIEngine) -> (Int) -> Void) {
     let send = sender(APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
     let start = DispatchTime.now().uptimeNanoseconds
     for index in 0..<count { send(index) }
+    while holding.completeNext() {}
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
+    print(String(format: "%@: %d tasks, %.2f µs per task (wall clock)", name, count, elapsed / Double(count) / 1_000))
+}
+
+/// A clock the program moves by hand (one thread only): timers fire in due order when it advances.
+final class SteppedClock: APIClock, @unchecked Sendable {
+    // @unchecked: used from the program's single thread.
+    private final class Timer: APICancellable, @unchecked Sendable {
+        let due: TimeInterval
+        let order: Int
+        var action: (@Sendable () -> Void)?
+        init(due: TimeInterval, order: Int, action: @escaping @Sendable () -> Void) {
+            self.due = due
+            self.order = order
+            self.action = action
+        }
+        func cancel() { action = nil }
+        func precedes(_ other: Timer) -> Bool { (due, order) < (other.due, other.order) }
+    }
+    private(set) var now: TimeInterval = 0
+    var date: Date { Date(timeIntervalSince1970: now) }
+    private var heap: [Timer] = []
+    private var scheduled = 0
+
+    func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any APICancellable {
+        scheduled += 1
+        let timer = Timer(due: now + max(0, delay), order: scheduled, action: action)
+        heap.append(timer)
+        var child = heap.count - 1
+        while child > 0, heap[child].precedes(heap[(child - 1) / 2]) {
+            heap.swapAt(child, (child - 1) / 2)
+            child = (child - 1) / 2
+        }
+        return timer
+    }
+
+    /// Advances to `time`, firing every timer due by then.
+    func advance(to time: TimeInterval) {
+        while let first = heap.first, first.due <= time {
+            let last = heap.removeLast()
+            if !heap.isEmpty {
+                heap[0] = last
+                var parent = 0
+                while true {
+                    let left = 2 * parent + 1
+                    let right = left + 1
+                    var smallest = parent
+                    if left < heap.count, heap[left].precedes(heap[smallest]) { smallest = left }
+                    if right < heap.count, heap[right].precedes(heap[smallest]) { smallest = right }
+                    if smallest == parent { break }
+                    heap.swapAt(parent, smallest)
+                    parent = smallest
+                }
+            }
+            now = max(now, first.due)
+            first.action?()
+        }
+        now = max(now, time)
+    }
+}
+
+/// Sends `count` paced tasks on a stepped clock and a transport that holds them; moves the clock
+/// by `step` after each send, then until every timer has fired, answering what was sent.
+func runPaced(_ name: String, count: Int, step: TimeInterval, request: LineRequest) {
+    let clock = SteppedClock()
+    let holding = HoldingTransport()
+    let api = LineAPI(
+        engine: APIEngine(
+            transport: holding, clock: clock, delivery: .immediate, execution: .inline, defaultHeaders: .none))
+    api.delegate = heldCounter
+    let start = DispatchTime.now().uptimeNanoseconds
+    for _ in 0..<count {
+        api.send(request)
+        clock.advance(to: clock.now + step)
+        while holding.completeNext() {}
+    }
+    clock.advance(to: .greatestFiniteMagnitude)
     while holding.completeNext() {}
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
     print(String(format: "%@: %d tasks, %.2f µs per task (wall clock)", name, count, elapsed / Double(count) / 1_000))
@@ -184,6 +265,20 @@ case "conflate":
 case "sharing":
     // One request on the wire for every sender: all join the first sender's attempt.
     runHeldLine("sharing", count: count) { _ in LineRequest(concurrencyPolicy: .default, sharing: .safeMethods) }
+    exit(0)
+case "debounce":
+    // Keystrokes 0.1 s apart, debounced for 0.3 s: each replaces the one in its quiet wait.
+    runPaced("debounce", count: count, step: 0.1, request: LineRequest(concurrencyPolicy: .debounce))
+    exit(0)
+case "throttle":
+    // Sent 0.1 s apart, one start per second: each waits for its turn (a timer each).
+    runPaced("throttle", count: count, step: 0.1, request: LineRequest(concurrencyPolicy: .throttle))
+    exit(0)
+case "throttle-ignore":
+    // The same, but those sent before their turn end as ignored.
+    runPaced(
+        "throttle-ignore", count: count, step: 0.1,
+        request: LineRequest(concurrencyPolicy: .throttle, throttleMode: .ignore))
     exit(0)
 case "group":
     // Four managers on four engines, from four threads, sharing a group of four slots.

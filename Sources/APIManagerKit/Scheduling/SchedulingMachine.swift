@@ -26,6 +26,12 @@ struct SchedulingMachine {
     /// Per scope key, when the next ``APIConcurrencyPolicy/throttle`` task may start, on the engine's
     /// clock. Kept past the scope's last task (a throttle outlives it), and pruned of passed turns.
     private var throttleTurns: [ScopeKey: Double] = [:]
+    /// The number of turns past which passed ones are pruned: twice the live ones at the last
+    /// pruning, so that pruning costs O(1) per throttled send however many scopes are throttled.
+    private var throttlePruningAt = 16
+
+    /// The throttle turns kept (tests: they stay bounded however many scopes are throttled).
+    var throttleTurnCount: Int { throttleTurns.count }
 
     /// A scope key as a dictionary key (`nil` is a scope of its own).
     private struct ScopeKey: Hashable {
@@ -136,7 +142,11 @@ struct SchedulingMachine {
             waitQuietly(task, in: reopened, for: task.pacing.debounceInterval, into: &actions)
         case .throttle:
             let key = ScopeKey(key: task.concurrencyScope)
-            throttleTurns = throttleTurns.filter { $0.value > now }  // passed turns are forgotten
+            if throttleTurns.count >= throttlePruningAt {
+                // Passed turns are forgotten (a passed turn and none mean the same: start now).
+                throttleTurns = throttleTurns.filter { $0.value > now }
+                throttlePruningAt = max(16, throttleTurns.count * 2)
+            }
             let turn = max(now, throttleTurns[key] ?? now)
             if turn <= now {
                 throttleTurns[key] = now + task.pacing.throttleInterval

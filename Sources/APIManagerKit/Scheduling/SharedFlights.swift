@@ -21,29 +21,23 @@ import FoundationNetworking
 /// Its lock is a leaf: it is never held while calling the transport or an attempt, and never taken
 /// while the engine's lock is held.
 final class SharedFlights: Sendable {
-    /// Identifies identical requests: a digest of the method, URL, headers and body, and the body
-    /// limit (an attempt never gets an answer cut by another's smaller limit).
+    /// Identifies identical requests: the method, URL, headers and body as they are about to be
+    /// sent, and the body limit (an attempt never gets an answer cut by another's smaller limit).
+    /// Compared in full, so two different requests never share, whatever their hashes.
     struct Key: Hashable, Sendable {
-        let digest: [UInt8]
+        let method: String
+        let url: URL?
+        /// Header names as the request spells them: requests that spell one differently are not shared.
+        let headers: [String: String]?
+        let body: Data?
         let bodyLimit: Int?
 
         init(_ request: URLRequest, bodyLimit: Int?) {
+            method = request.httpMethod ?? "GET"
+            url = request.url
+            headers = request.allHTTPHeaderFields
+            body = request.httpBody
             self.bodyLimit = bodyLimit
-            var hasher = SHA256()
-            hasher.update((request.httpMethod ?? "GET").uppercased().utf8)
-            hasher.update([0])
-            hasher.update((request.url?.absoluteString ?? "").utf8)
-            hasher.update([0])
-            let headers = (request.allHTTPHeaderFields ?? [:]).map { ($0.key.lowercased(), $0.value) }
-            for (name, value) in headers.sorted(by: { $0.0 < $1.0 }) {
-                hasher.update(name.utf8)
-                hasher.update([0])
-                hasher.update(value.utf8)
-                hasher.update([0])
-            }
-            hasher.update([1])
-            hasher.update(request.httpBody ?? Data())
-            digest = hasher.finalize()
         }
     }
 
