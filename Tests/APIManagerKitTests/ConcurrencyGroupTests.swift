@@ -103,6 +103,46 @@ struct ConcurrencyGroupTests {
         #expect(group.runningCount == 0)
     }
 
+    @Test func manyCancelledWaitersLeaveTheLineInOrderForTheRest() {
+        let group = APIConcurrencyGroup(limit: 1)
+        let transport = heldTransport()
+        let images = manager(transport)
+        images.send(ImageRequest(path: "/image", group: group))
+        var waiting: [APITask<ImageRequest>] = []
+        for index in 0..<200 {
+            waiting.append(images.send(ImageRequest(path: "/image", priority: index % 3, group: group)))
+        }
+        for (index, task) in waiting.enumerated() where index % 4 != 0 { task.cancel() }  // 150 leave
+        #expect(group.waitingCount == 50)
+        var started: [Int] = []
+        while transport.release() {
+            if let index = waiting.firstIndex(where: { $0.state.name == "running" }) { started.append(index) }
+        }
+        let kept = (0..<200).filter { $0 % 4 == 0 }
+        let expected = kept.sorted { ($0 % 3, -$0) > ($1 % 3, -$1) }
+        #expect(started == expected, "by priority, then asking order")
+        #expect(group.waitingCount == 0 && group.runningCount == 0)
+    }
+
+    @Test func theGroupLinePopsByPriorityThenOrderWhateverTheMix() {
+        var random = SystemRandomNumberGenerator()
+        var line = GroupLine()
+        var reference: [GroupLine.Place] = []
+        var order: UInt64 = 0
+        for _ in 0..<2_000 {
+            if Bool.random(using: &random) || reference.isEmpty {
+                order += 1
+                let place = GroupLine.Place(priority: Int.random(in: -2...2, using: &random), order: order)
+                line.push(place)
+                reference.append(place)
+            } else {
+                guard let best = reference.indices.min(by: { reference[$0].precedes(reference[$1]) }) else { break }
+                #expect(line.pop()?.order == reference.remove(at: best).order)
+            }
+        }
+        #expect(line.count == reference.count)
+    }
+
     @Test func aReleasedEnginesSlotGoesToTheNextWaitingTask() {
         let group = APIConcurrencyGroup(limit: 1)
         let transport = heldTransport()

@@ -7,7 +7,8 @@
 // `conflate` (each replacing the one waiting), `sharing` (every sender joining one attempt); on a
 // clock the program steps, 0.1 s between sends: `debounce` (0.3 s), `throttle` (one start per second,
 // the others waiting for their turn) and `throttle-ignore` (the others ignored); and
-// `group` (four managers on four engines, from four threads, sharing a group of four, instant). Count the
+// `group` (four managers on four engines, from four threads, sharing a group of four, instant) and
+// `group-line` (one manager, a group of four held slots, the others in the group's line). Count the
 // instructions of two runs with valgrind and take the slope (see Benchmarks/README.md):
 //
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null .build/release/SendCost plain 1000
@@ -122,7 +123,8 @@ final class Counter: APIManagerDelegate, @unchecked Sendable {
 
 let variants = [
     "plain", "headers", "interceptor", "both", "authenticated", "line", "priorities", "limited", "conflate", "sharing",
-    "debounce", "throttle", "throttle-ignore", "group", "waiting-memory",
+    "debounce", "throttle", "throttle-ignore", "group", "group-line",
+    "waiting-memory",
 ]
 let arguments = CommandLine.arguments.dropFirst()
 guard let variant = arguments.first, variants.contains(variant),
@@ -279,6 +281,11 @@ case "throttle-ignore":
     runPaced(
         "throttle-ignore", count: count, step: 0.1,
         request: LineRequest(concurrencyPolicy: .throttle, throttleMode: .ignore))
+    exit(0)
+case "group-line":
+    // One manager, a group of four held slots, the rest waiting in the group's line by eight priorities.
+    let group = APIConcurrencyGroup(limit: 4)
+    runHeldLine("group-line", count: count) { LineRequest(concurrencyPolicy: .default, priority: $0 % 8, group: group) }
     exit(0)
 case "group":
     // Four managers on four engines, from four threads, sharing a group of four slots.

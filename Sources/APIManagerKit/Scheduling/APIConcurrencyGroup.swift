@@ -21,14 +21,12 @@ public final class APIConcurrencyGroup: Sendable, CustomStringConvertible {
     private struct State {
         var inUse = 0
         var nextOrder: UInt64 = 0
-        /// Waiting tasks, best first: priority (highest first), then the order they asked.
-        var waiting: [Waiter] = []
-    }
-
-    private struct Waiter {
-        let task: AnyAPITask
-        let priority: Int
-        let order: UInt64
+        /// The line: the waiting tasks' places, best first at the top (a binary heap, so a task
+        /// joins and leaves it in O(log n)). A place whose task withdrew stays until it comes up.
+        var line = GroupLine()
+        /// The waiting tasks by their place's order, and each one's order.
+        var waiting: [UInt64: AnyAPITask] = [:]
+        var orders: [ObjectIdentifier: UInt64] = [:]
     }
 
     /// - Parameter limit: the most tasks that run at once; values under `1` count as `1`.
@@ -57,9 +55,10 @@ public final class APIConcurrencyGroup: Sendable, CustomStringConvertible {
                 return true
             }
             state.nextOrder += 1
-            let waiter = Waiter(task: task, priority: task.priority, order: state.nextOrder)
-            let index = state.waiting.firstIndex { $0.priority < waiter.priority } ?? state.waiting.endIndex
-            state.waiting.insert(waiter, at: index)
+            let order = state.nextOrder
+            state.waiting[order] = task
+            state.orders[ObjectIdentifier(task)] = order
+            state.line.push(GroupLine.Place(priority: task.priority, order: order))
             return false
         }
     }
@@ -68,16 +67,79 @@ public final class APIConcurrencyGroup: Sendable, CustomStringConvertible {
     /// after its own lock is released).
     func release() -> AnyAPITask? {
         state.withLock { state in
-            if state.waiting.isEmpty {
-                state.inUse = max(0, state.inUse - 1)
-                return nil
+            while let place = state.line.pop() {
+                guard let task = state.waiting.removeValue(forKey: place.order) else { continue }  // withdrawn
+                state.orders[ObjectIdentifier(task)] = nil
+                return task  // the slot passes to it, still in use
             }
-            return state.waiting.removeFirst().task  // the slot passes to it, still in use
+            state.inUse = max(0, state.inUse - 1)
+            return nil
         }
     }
 
     /// A waiting task ended: it leaves the group's line.
     func withdraw(_ task: AnyAPITask) {
-        state.withLock { state in state.waiting.removeAll { $0.task === task } }
+        state.withLock { state in
+            guard let order = state.orders.removeValue(forKey: ObjectIdentifier(task)) else { return }
+            state.waiting[order] = nil
+            // Places of withdrawn tasks are dropped once they outnumber the live ones.
+            if state.line.count > 2 * state.waiting.count + 32 {
+                state.line = GroupLine(
+                    state.waiting.map { GroupLine.Place(priority: $0.value.priority, order: $0.key) })
+            }
+        }
+    }
+}
+
+/// The places in a group's line, as a binary heap: the highest priority on top, then the lowest
+/// order (the first to ask).
+struct GroupLine {
+    struct Place {
+        let priority: Int
+        let order: UInt64
+
+        func precedes(_ other: Place) -> Bool {
+            priority != other.priority ? priority > other.priority : order < other.order
+        }
+    }
+
+    private var places: [Place] = []
+
+    init() {}
+
+    init(_ places: [Place]) {
+        for place in places { push(place) }
+    }
+
+    var count: Int { places.count }
+
+    mutating func push(_ place: Place) {
+        places.append(place)
+        var child = places.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard places[child].precedes(places[parent]) else { break }
+            places.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> Place? {
+        guard let top = places.first else { return nil }
+        let last = places.removeLast()
+        guard !places.isEmpty else { return top }
+        places[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var best = parent
+            if left < places.count, places[left].precedes(places[best]) { best = left }
+            if right < places.count, places[right].precedes(places[best]) { best = right }
+            if best == parent { break }
+            places.swapAt(parent, best)
+            parent = best
+        }
+        return top
     }
 }
