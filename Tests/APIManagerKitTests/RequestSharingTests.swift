@@ -18,6 +18,7 @@ struct RequestSharingTests {
         var retryPolicy: APIRetryPolicy?
         var concurrencyScope: String?
         var parameters: APIParameters = [:]
+        var cachePartition: String?
     }
 
     final class ProfileManager: APIManager {
@@ -102,6 +103,15 @@ struct RequestSharingTests {
         #expect(transport.records.count == 2, "one request per credential")
         transport.releaseAll()
         #expect([ada, bob, adaAgain].allSatisfy { $0.state.name == "finished" })
+    }
+
+    @Test func requestsOfDifferentCachePartitionsAreNotShared() {
+        let (transport, manager, _) = make()
+        manager.send(ProfileRequest(cachePartition: "user-a"))
+        manager.send(ProfileRequest(cachePartition: "user-b"))
+        manager.send(ProfileRequest(cachePartition: "user-a"))
+        #expect(transport.records.count == 2, "the partition is the caller's identity: one request per partition")
+        transport.releaseAll()
     }
 
     @Test func anEngineWithAnAuthenticationSharesOnlyUnderOneCredential() {

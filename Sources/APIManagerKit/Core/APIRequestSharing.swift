@@ -5,8 +5,10 @@ import Foundation
 ///
 /// Two requests are identical when their method, full URL with query, headers (credentials
 /// included, so one user's answer never goes to another) and body are, as they are about to be
-/// sent. Each sender keeps its own ``APITask``, its own delegate events and terminal event, and its
-/// own typed response built for its own request type; only the network attempt is shared.
+/// sent, and so are their body limit and ``APIRequest/cachePartition``. Each sender keeps its own
+/// ``APITask``, its own delegate events and terminal event, and its own typed response built for its
+/// own request type; only the network attempt is shared, retries included: a request sent while an
+/// identical one waits for its retry delay goes with that retry.
 public enum APIRequestSharing: String, Sendable, Hashable, CaseIterable {
     /// Never shared: each task sends its own attempts.
     case never

@@ -154,7 +154,9 @@ extension APIEngine {
     /// Sends the attempt on the flight of its identical requests, or joins it (see
     /// ``SharedFlights``); the handle the machine keeps leaves the flight.
     private func sendShared(_ attempt: Attempt, options: APITransportOptions) -> Attempt.Outcome {
-        let key = SharedFlights.Key(attempt.request, bodyLimit: attempt.task.maxResponseBodySize)
+        let task = attempt.task
+        let key = SharedFlights.Key(
+            attempt.request, bodyLimit: task.maxResponseBodySize, partition: task.cacheSettings.partition)
         attempt.flightKey = key
         switch sharedFlights.board(attempt, key: key) {
         case .joined(let leader, let member):

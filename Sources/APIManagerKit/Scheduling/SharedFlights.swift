@@ -22,7 +22,8 @@ import FoundationNetworking
 /// while the engine's lock is held.
 final class SharedFlights: Sendable {
     /// Identifies identical requests: the method, URL, headers and body as they are about to be
-    /// sent, and the body limit (an attempt never gets an answer cut by another's smaller limit).
+    /// sent, the body limit (an attempt never gets an answer cut by another's smaller limit) and
+    /// the cache partition (the caller's own identity, when credentials are not in the headers).
     /// Compared in full, so two different requests never share, whatever their hashes.
     struct Key: Hashable, Sendable {
         let method: String
@@ -31,13 +32,15 @@ final class SharedFlights: Sendable {
         let headers: [String: String]?
         let body: Data?
         let bodyLimit: Int?
+        let partition: String?
 
-        init(_ request: URLRequest, bodyLimit: Int?) {
+        init(_ request: URLRequest, bodyLimit: Int?, partition: String?) {
             method = request.httpMethod ?? "GET"
             url = request.url
             headers = request.allHTTPHeaderFields
             body = request.httpBody
             self.bodyLimit = bodyLimit
+            self.partition = partition
         }
     }
 
