@@ -208,6 +208,13 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         let now = clock.now
+        // A streamed body (a file) is read as a server would, so the record shows its bytes.
+        var request = request
+        if let stream = request.httpBodyStream {
+            let body = Self.readAll(stream)
+            request.httpBodyStream = nil  // clears `httpBody` too: set it after
+            request.httpBody = body
+        }
         let (number, reply): (Int, Reply) = lock.withLock {
             let number = state.records.count + 1
             state.records.append(Record(number: number, request: request, outcome: .pending, sentAt: now))
@@ -241,6 +248,18 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         }
         completion(reply.result.mapError { $0 })
         return cancellable
+    }
+
+    private static func readAll(_ stream: InputStream) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        stream.open()
+        defer { stream.close() }
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count <= 0 { return data }
+            data.append(buffer, count: count)
+        }
     }
 
     private func finish(number: Int, with result: Result<APIRawResponse, URLError>) {

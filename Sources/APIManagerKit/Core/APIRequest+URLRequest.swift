@@ -33,8 +33,9 @@ extension APIRequest {
             request.setValue(value, forHTTPHeaderField: name)
         }
         if let requestBody = try body(from: parameters) {
-            request.httpBody = requestBody.data
-            if let contentType = requestBody.contentType, request.value(forHTTPHeaderField: "Content-Type") == nil {
+            if let contentType = try requestBody.apply(to: &request),
+                request.value(forHTTPHeaderField: "Content-Type") == nil
+            {
                 request.setValue(contentType, forHTTPHeaderField: "Content-Type")
             }
         }
@@ -93,6 +94,11 @@ extension APIRequest {
         switch parameters.body {
         case nil: fromParameters = nil
         case .data(let data): fromParameters = data
+        case .value(.object(let members), _) where members.values.contains(where: \.containsFile):
+            // A file makes the body multipart, whatever the encoding.
+            fromParameters = .multipart(
+                try APIMultipartFormData(parameters: members, encoding: queryEncoding),
+                inMemoryLimit: multipartInMemoryLimit)
         case .value(let value, let encoding): fromParameters = try (encoding ?? bodyEncoding).body(for: value)
         }
         switch (body, fromParameters) {

@@ -107,6 +107,10 @@ public protocol APIRequest: Sendable {
     /// ``APIError/responseTooLarge(limit:)``, never retried. `nil` for no limit. 64 MiB
     /// (``APIRequestDefaults/maxResponseBodySize``) unless overridden.
     var maxResponseBodySize: Int? { get }
+    /// The largest `multipart/form-data` body (made from parameters holding a file) built in memory;
+    /// a larger one is written to a temporary file and streamed from disk.
+    /// ``APIRequestDefaults/multipartInMemoryLimit`` (10 MiB) unless overridden.
+    var multipartInMemoryLimit: Int { get }
     /// An `Idempotency-Key` header (IETF httpapi draft) that makes a retried `POST` or `PATCH` safe:
     /// its value is generated once per task and sent unchanged on every attempt, retry and
     /// authentication replay, so a server that saw the first attempt recognises the others. Sent
@@ -148,6 +152,7 @@ extension APIRequest {
     public var cachePartition: String? { nil }
     public var cachesAuthenticatedResponses: Bool { false }
     public var maxResponseBodySize: Int? { APIRequestDefaults.maxResponseBodySize }
+    public var multipartInMemoryLimit: Int { APIRequestDefaults.multipartInMemoryLimit }
     public func configure(_ urlRequest: inout URLRequest) throws {}
     public var idempotencyKey: APIIdempotencyKey? { nil }
 }
@@ -159,12 +164,25 @@ extension APIRequest where Self: Encodable {
     public var parameters: APIParameters { .encoding(self) }
 }
 
-/// A request body: bytes and the media type that describes them.
+/// A request body: bytes and the media type that describes them; or a file streamed from disk; or
+/// a `multipart/form-data` form, written when the request is built.
 public struct APIRequestBody: Sendable, Hashable {
-    /// The encoded bytes.
+    /// The encoded bytes (empty for a file or a form).
     public var data: Data
     /// Sent as `Content-Type` unless the request's headers already name one.
     public var contentType: String?
+    /// A file sent as the body in place of ``data``, streamed from disk (never read whole into
+    /// memory) with its size as `Content-Length`, and read afresh on every attempt (a retry or a
+    /// replay after a refreshed credential sends it from the start). `nil` unless made by
+    /// ``file(_:contentType:)``.
+    public var fileURL: URL?
+    /// A form written when the request is built (see ``multipart(_:inMemoryLimit:)``).
+    var form: Form?
+
+    struct Form: Sendable, Hashable {
+        var form: APIMultipartFormData
+        var inMemoryLimit: Int
+    }
 
     /// A body of `data`, sent with `contentType` as its `Content-Type` unless the request sets one.
     public init(data: Data, contentType: String? = nil) {
@@ -182,6 +200,29 @@ public struct APIRequestBody: Sendable, Hashable {
             throw .invalidRequest(reason: "the body could not be encoded as JSON", underlying: error)
         }
     }
+
+    /// The file at `url`, streamed from disk. Its `Content-Type` is `contentType`, else the one of
+    /// its extension (see ``APIFile/mimeType(forExtension:)``), else `application/octet-stream`. A
+    /// file that cannot be read fails the attempt with ``APIError/invalidRequest(reason:underlying:)``.
+    public static func file(_ url: URL, contentType: String? = nil) -> APIRequestBody {
+        var body = APIRequestBody(
+            data: Data(),
+            contentType: contentType ?? APIFile.mimeType(forExtension: url.pathExtension) ?? "application/octet-stream")
+        body.fileURL = url
+        return body
+    }
+
+    /// A `multipart/form-data` body. Written when the request is built, on every attempt: in memory
+    /// when its size is at most `inMemoryLimit` bytes (10 MiB unless given), else to a temporary
+    /// file that is streamed from disk and removed when the attempt ends, so that memory stays
+    /// bounded whatever the files' sizes.
+    public static func multipart(
+        _ form: APIMultipartFormData, inMemoryLimit: Int = APIRequestDefaults.multipartInMemoryLimit
+    ) -> APIRequestBody {
+        var body = APIRequestBody(data: Data(), contentType: form.contentType)
+        body.form = Form(form: form, inMemoryLimit: inMemoryLimit)
+        return body
+    }
 }
 
 extension CharacterSet {
@@ -197,6 +238,9 @@ extension CharacterSet {
 public enum APIRequestDefaults {
     /// 64 MiB: the default ``APIRequest/maxResponseBodySize``.
     public static let maxResponseBodySize = 64 << 20
+    /// The largest `multipart/form-data` body built in memory: 10 MiB. A larger one is written to a
+    /// temporary file and streamed from disk.
+    public static let multipartInMemoryLimit = 10 << 20
 }
 
 extension APIRequest where AcceptableStatusCodes == APIStatusCodes {

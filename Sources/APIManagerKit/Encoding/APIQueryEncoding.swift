@@ -54,20 +54,48 @@ public struct APIQueryEncoding: Sendable, Hashable {
     /// The percent-encoded `name=value` pairs joined with `&`, keys sorted.
     ///
     /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` for a NaN or infinite number, which
-    ///   has no text a server could read back (JSON rejects it the same way).
+    ///   has no text a server could read back (JSON rejects it the same way), and for a file, which
+    ///   only a `multipart/form-data` body can carry.
     public func encode(_ parameters: [String: APIValue]) throws(APIError) -> String {
         var pairs: [String] = []
-        for key in parameters.keys.sorted() {
-            if let value = parameters[key] { try append(value, named: key, to: &pairs) }
+        for (name, leaf) in try leaves(of: parameters) {
+            switch leaf {
+            case .text(let text): pairs.append(Self.escape(name) + "=" + Self.escape(text))
+            case .keyOnly: pairs.append(Self.escape(name))
+            case .file:
+                throw .invalidRequest(
+                    reason: "the parameter \"\(name)\" is a file, which only a multipart/form-data body can carry")
+            }
         }
         return pairs.joined(separator: "&")
     }
 
-    private func append(_ value: APIValue, named name: String, to pairs: inout [String]) throws(APIError) {
+    /// One named value of the flattened parameters.
+    enum Leaf {
+        case text(String)
+        /// A null written as the key alone (``NullEncoding/keyOnly``).
+        case keyOnly
+        case file(APIFile)
+    }
+
+    /// The parameters flattened to named leaves, keys sorted: nested objects as `a[b]`, arrays as
+    /// ``arrays`` says, booleans and nulls as ``bools`` and ``nulls`` say. The form encoder and the
+    /// multipart encoder share it.
+    func leaves(of parameters: [String: APIValue]) throws(APIError) -> [(name: String, leaf: Leaf)] {
+        var leaves: [(name: String, leaf: Leaf)] = []
+        for key in parameters.keys.sorted() {
+            if let value = parameters[key] { try append(value, named: key, to: &leaves) }
+        }
+        return leaves
+    }
+
+    private func append(_ value: APIValue, named name: String, to leaves: inout [(name: String, leaf: Leaf)])
+        throws(APIError)
+    {
         switch value {
         case .object(let members):
             for key in members.keys.sorted() {
-                if let member = members[key] { try append(member, named: "\(name)[\(key)]", to: &pairs) }
+                if let member = members[key] { try append(member, named: "\(name)[\(key)]", to: &leaves) }
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {
@@ -77,20 +105,22 @@ public struct APIQueryEncoding: Sendable, Hashable {
                 case .repeatedKey: elementName = name
                 case .indexed: elementName = "\(name)[\(index)]"
                 }
-                try append(element, named: elementName, to: &pairs)
+                try append(element, named: elementName, to: &leaves)
             }
         case .null:
             switch nulls {
             case .dropKey: break
-            case .emptyValue: pairs.append(Self.escape(name) + "=")
-            case .keyOnly: pairs.append(Self.escape(name))
+            case .emptyValue: leaves.append((name, .text("")))
+            case .keyOnly: leaves.append((name, .keyOnly))
             }
         case .bool(let bool) where bools == .numeric:
-            pairs.append(Self.escape(name) + "=" + (bool ? "1" : "0"))
+            leaves.append((name, .text(bool ? "1" : "0")))
         case .double(let number) where !number.isFinite:
             throw .invalidRequest(reason: "the parameter \"\(name)\" is \(number), which has no query or form form")
         case .string, .int, .double, .bool:
-            pairs.append(Self.escape(name) + "=" + Self.escape(value.scalarText ?? ""))
+            leaves.append((name, .text(value.scalarText ?? "")))
+        case .file(let file):
+            leaves.append((name, .file(file)))
         }
     }
 

@@ -22,6 +22,10 @@ public enum APIValue: Sendable, Hashable {
     /// An explicit null: `null` in JSON; in a query or form, what ``APIQueryEncoding/NullEncoding`` says
     /// (dropped unless set otherwise).
     case null
+    /// A file to upload: a request whose body parameters hold one is sent as `multipart/form-data`
+    /// (RFC 7578) whatever its ``APIRequest/bodyEncoding``. It has no JSON or query form: encoding
+    /// one as JSON throws, and one in the query fails the request.
+    case file(APIFile)
 
     /// Converts an `Encodable` value through `encoder` (its key and date strategies apply).
     ///
@@ -47,7 +51,17 @@ public enum APIValue: Sendable, Hashable {
         case .int(let int): return String(int)
         case .double(let double): return double.isFinite ? "\(double)" : nil
         case .bool(let bool): return bool ? "true" : "false"
-        case .array, .object, .null: return nil
+        case .array, .object, .null, .file: return nil
+        }
+    }
+
+    /// Whether a file is in it, at any depth.
+    var containsFile: Bool {
+        switch self {
+        case .file: return true
+        case .array(let elements): return elements.contains { $0.containsFile }
+        case .object(let members): return members.values.contains { $0.containsFile }
+        case .string, .int, .double, .bool, .null: return false
         }
     }
 
@@ -94,6 +108,12 @@ extension APIValue: Codable {
         case .array(let array): try container.encode(array)
         case .object(let object): try container.encode(object)
         case .null: try container.encodeNil()
+        case .file(let file):
+            throw EncodingError.invalidValue(
+                file,
+                EncodingError.Context(
+                    codingPath: encoder.codingPath,
+                    debugDescription: "a file has no JSON form: it is sent in a multipart/form-data body"))
         }
     }
 }

@@ -92,7 +92,7 @@ extension String: APILenientValue {
         case .double(let double) where double.isFinite:
             return double.rounded() == double && abs(double) < 1e15 ? String(Int(double)) : "\(double)"
         case .bool(let bool): return bool ? "true" : "false"
-        case .double, .array, .object, .null: throw context.mismatch(lenientDescription, value)
+        case .double, .array, .object, .null, .file: throw context.mismatch(lenientDescription, value)
         }
     }
 

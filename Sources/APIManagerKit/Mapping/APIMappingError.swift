@@ -33,6 +33,7 @@ public struct APIMappingError: Error, Sendable, Hashable, CustomStringConvertibl
             return "the string \(excerpt.debugDescription)"
         case .array(let array)?: return "an array of \(array.count)"
         case .object(let object)?: return "an object of \(object.count) keys"
+        case .file?: return "a file"
         }
     }
 }

@@ -107,7 +107,8 @@ extension APIEngine {
 
     /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
     private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let cache else { return .readyToSend(cachedCopy: nil) }
+        // A streamed body (a file) has no bytes for a key: never cached.
+        guard let cache, attempt.request.httpBodyStream == nil else { return .readyToSend(cachedCopy: nil) }
         var copy: AnyAPITask.BuiltResponse?
         let task = attempt.task
         switch CacheLookupStage.lookUp(
@@ -142,7 +143,10 @@ extension APIEngine {
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
         attempt.sent = (options, clock.now)
         let request = attempt.request
-        if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod) {
+        // A streamed body (a file) has no bytes to compare: never shared.
+        if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod),
+            request.httpBodyStream == nil
+        {
             return sendShared(attempt, options: options)
         }
         tellStarted(attempt, kind: .started)

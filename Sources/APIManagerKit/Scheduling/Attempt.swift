@@ -35,6 +35,8 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var answer: Result<APIRawResponse, any Error>?
     /// The response, once the transport answered with one.
     @exclusivity(unchecked) var response: APIRawResponse?
+    /// The temporary file its body streams from (a large multipart form), removed with the attempt.
+    @exclusivity(unchecked) var spooledBody: SpooledBody?
     /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.
     @exclusivity(unchecked) var flightKey: SharedFlights.Key?
 

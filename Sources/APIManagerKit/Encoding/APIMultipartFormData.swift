@@ -1,0 +1,279 @@
+import Foundation
+
+/// A `multipart/form-data` body (RFC 7578): text fields and files, in the order appended.
+///
+/// A request whose body parameters hold an ``APIValue/file(_:)`` gets one on its own; build one
+/// yourself for full control and give it as the request's ``APIRequest/body`` with
+/// ``APIRequestBody/multipart(_:inMemoryLimit:)``.
+///
+/// ```swift
+/// var form = APIMultipartFormData()
+/// try form.append("Sunset", name: "caption")
+/// try form.append(APIFile(url: photoURL), name: "photo")
+/// ```
+///
+/// Names and file names with CR, LF, a double quote or another control character are refused
+/// (``APIError/invalidRequest(reason:underlying:)``): they could forge part headers. A file name
+/// outside ASCII is percent-encoded as UTF-8 (RFC 7578, section 4.2). The boundary is random unless
+/// given, and checked against every byte of the content as it is written: a random boundary found in
+/// the content is replaced by a new one and the body written again; a given one fails the request.
+public struct APIMultipartFormData: Sendable, Hashable {
+    /// One part: a text field or a file.
+    public enum Part: Sendable, Hashable {
+        case text(name: String, value: String)
+        case file(name: String, APIFile)
+    }
+
+    /// The parts, in order.
+    public private(set) var parts: [Part] = []
+    /// The boundary between parts (random unless given).
+    public private(set) var boundary: String
+    private let boundaryIsRandom: Bool
+
+    /// An empty form with a random boundary.
+    public init() {
+        boundary = Self.randomBoundary()
+        boundaryIsRandom = true
+    }
+
+    /// An empty form with the given boundary (1 to 70 characters of RFC 2046's set, not ending with
+    /// a space).
+    public init(boundary: String) throws(APIError) {
+        try Self.validate(boundary: boundary)
+        self.boundary = boundary
+        boundaryIsRandom = false
+    }
+
+    /// The form of body parameters: nested objects named `a[b]` and arrays as `encoding` says (as
+    /// the form encoder names them), files as file parts, everything else as text.
+    public init(parameters: [String: APIValue], encoding: APIQueryEncoding = .default) throws(APIError) {
+        self.init()
+        for (name, leaf) in try encoding.leaves(of: parameters) {
+            switch leaf {
+            case .text(let text): try append(text, name: name)
+            case .keyOnly: try append("", name: name)
+            case .file(let file): try append(file, name: name)
+            }
+        }
+    }
+
+    /// The `Content-Type` header of the body, with its boundary.
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Appends a text field.
+    public mutating func append(_ value: String, name: String) throws(APIError) {
+        try Self.validate(name, what: "field name")
+        parts.append(.text(name: name, value: value))
+    }
+
+    /// Appends a file.
+    public mutating func append(_ file: APIFile, name: String) throws(APIError) {
+        try Self.validate(name, what: "field name")
+        if let fileName = file.fileName { try Self.validate(fileName, what: "file name") }
+        if let mimeType = file.mimeType { try Self.validate(mimeType, what: "MIME type") }
+        parts.append(.file(name: name, file))
+    }
+
+    // MARK: Writing
+
+    /// The body's size in bytes, without reading the files (their sizes come from the file system).
+    public func contentLength() throws(APIError) -> Int64 {
+        var length: Int64 = 0
+        for part in parts {
+            length += Int64(try header(of: part).count)
+            switch part {
+            case .text(_, let value): length += Int64(value.utf8.count)
+            case .file(_, let file): length += try file.byteCount()
+            }
+            length += 2  // CRLF
+        }
+        return length + Int64(closing.count)
+    }
+
+    /// The whole body in memory. A random boundary found in the content is replaced first, so read
+    /// ``contentType`` after this.
+    public mutating func encoded() throws(APIError) -> Data {
+        try writingWithFreshBoundaries { (form: Self) throws(APIError) -> Data in
+            var data = Data()
+            try form.write { (chunk: Data) throws(APIError) in data.append(chunk) }
+            return data
+        }
+    }
+
+    /// Writes the body to a file at `url` (created or replaced), reading files in chunks of 64 KiB:
+    /// memory stays bounded whatever the files' sizes. A random boundary found in the content is
+    /// replaced first, so read ``contentType`` after this.
+    public mutating func write(to url: URL) throws(APIError) {
+        try writingWithFreshBoundaries { (form: Self) throws(APIError) in
+            guard FileManager.default.createFile(atPath: url.path, contents: nil),
+                let handle = try? FileHandle(forWritingTo: url)
+            else {
+                throw .invalidRequest(reason: "the multipart body cannot be written to \(url.lastPathComponent)")
+            }
+            defer { try? handle.close() }
+            try form.write { (chunk: Data) throws(APIError) in
+                do {
+                    try handle.write(contentsOf: chunk)
+                } catch {
+                    throw .invalidRequest(reason: "the multipart body could not be written to disk", underlying: error)
+                }
+            }
+        }
+    }
+
+    /// Runs `body` until the boundary is not found in the content; a random boundary is replaced up
+    /// to three times, a given one fails at once.
+    private mutating func writingWithFreshBoundaries<Value>(
+        _ body: (Self) throws(APIError) -> Value
+    ) throws(APIError) -> Value {
+        var tries = 0
+        while true {
+            do {
+                return try body(self)
+            } catch let error where error.isBoundaryCollision {
+                tries += 1
+                guard boundaryIsRandom, tries < 4 else {
+                    throw .invalidRequest(reason: "the multipart boundary \"\(boundary)\" occurs in the content")
+                }
+                boundary = Self.randomBoundary()
+            }
+        }
+    }
+
+    /// Writes the body, chunk by chunk, checking that the delimiter never occurs in the content.
+    private func write(_ sink: (Data) throws(APIError) -> Void) throws(APIError) {
+        let delimiter = Data("--\(boundary)".utf8)
+        for part in parts {
+            try sink(try header(of: part))
+            var scanner = DelimiterScanner(delimiter: delimiter)
+            switch part {
+            case .text(_, let value):
+                let data = Data(value.utf8)
+                try scanner.check(data)
+                try sink(data)
+            case .file(_, let file):
+                switch file.content {
+                case .data(let data):
+                    try scanner.check(data)
+                    try sink(data)
+                case .file(let url):
+                    try FileSource.chunks(of: url) { (chunk: Data) throws(APIError) in
+                        try scanner.check(chunk)
+                        try sink(chunk)
+                    }
+                }
+            }
+            try sink(Data("\r\n".utf8))
+        }
+        try sink(closing)
+    }
+
+    private var closing: Data { Data("--\(boundary)--\r\n".utf8) }
+
+    private func header(of part: Part) throws(APIError) -> Data {
+        var text = "--\(boundary)\r\n"
+        switch part {
+        case .text(let name, _):
+            text += "Content-Disposition: form-data; name=\"\(name)\"\r\n\r\n"
+        case .file(let name, let file):
+            text += "Content-Disposition: form-data; name=\"\(name)\""
+            if let fileName = file.fileName { text += "; filename=\"\(Self.encodedFileName(fileName))\"" }
+            text += "\r\nContent-Type: \(try file.resolvedMIMEType())\r\n\r\n"
+        }
+        return Data(text.utf8)
+    }
+
+    // MARK: Rules
+
+    /// A file name as RFC 7578 section 4.2 allows: bytes outside ASCII percent-encoded as UTF-8.
+    static func encodedFileName(_ name: String) -> String {
+        var encoded = ""
+        for byte in name.utf8 {
+            if byte < 0x80 {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += String(format: "%%%02X", byte)
+            }
+        }
+        return encoded
+    }
+
+    private static func validate(_ text: String, what: String) throws(APIError) {
+        if text.unicodeScalars.contains(where: { $0 == "\"" || $0.value < 0x20 || $0.value == 0x7F }) {
+            throw .invalidRequest(
+                reason: "the multipart \(what) \(text.debugDescription) contains CR, LF, a double quote or "
+                    + "another control character")
+        }
+    }
+
+    /// RFC 2046's boundary characters, 1 to 70 of them, not ending with a space.
+    private static func validate(boundary: String) throws(APIError) {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'()+_,-./:=? ")
+        guard (1...70).contains(boundary.count), boundary.allSatisfy(allowed.contains), boundary.last != " " else {
+            throw .invalidRequest(reason: "\(boundary.debugDescription) is not a valid multipart boundary")
+        }
+    }
+
+    private static func randomBoundary() -> String {
+        let characters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        return "APIManagerKit-" + String((0..<24).map { _ in characters.randomElement() ?? "x" })
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.parts == rhs.parts && lhs.boundary == rhs.boundary }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(parts)
+        hasher.combine(boundary)
+    }
+}
+
+private struct BoundaryCollision: Error {}
+
+/// Finds a delimiter in content written chunk by chunk (it may span two chunks).
+struct DelimiterScanner {
+    let delimiter: Data
+    private var tail = Data()
+
+    init(delimiter: Data) { self.delimiter = delimiter }
+
+    mutating func check(_ chunk: Data) throws(APIError) {
+        var window = tail
+        window.append(chunk)
+        if window.range(of: delimiter) != nil { throw .boundaryCollision }
+        tail = Data(window.suffix(delimiter.count - 1))
+    }
+}
+
+extension APIError {
+    /// The multipart boundary occurs in the content: caught by the writer, which picks another.
+    fileprivate static var boundaryCollision: APIError {
+        .invalidRequest(reason: "the multipart boundary occurs in the content", underlying: BoundaryCollision())
+    }
+
+    fileprivate var isBoundaryCollision: Bool {
+        if case .invalidRequest(_, let underlying) = self { return underlying is BoundaryCollision }
+        return false
+    }
+}
+
+extension FileSource {
+    /// Reads a file in chunks of 64 KiB, handing each to `body`.
+    static func chunks(of url: URL, _ body: (Data) throws(APIError) -> Void) throws(APIError) {
+        let handle: FileHandle
+        do {
+            handle = try FileHandle(forReadingFrom: url)
+        } catch {
+            throw unreadable(url, error)
+        }
+        defer { try? handle.close() }
+        while true {
+            let chunk: Data
+            do {
+                chunk = try handle.read(upToCount: 64 << 10) ?? Data()
+            } catch {
+                throw unreadable(url, error)
+            }
+            if chunk.isEmpty { return }
+            try body(chunk)
+        }
+    }
+}

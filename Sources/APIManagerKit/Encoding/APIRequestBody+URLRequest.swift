@@ -1,0 +1,95 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension APIRequestBody {
+    /// Puts the body on `request`: bytes as `httpBody`; a file, or a form too large for memory, as
+    /// `httpBodyStream` with its `Content-Length`. Returns the `Content-Type` to send unless the
+    /// request names one. A form sets its own, whatever the request's headers say: its boundary is
+    /// known only once it is written.
+    func apply(to request: inout URLRequest) throws(APIError) -> String? {
+        if let form {
+            var multipart = form.form
+            if try multipart.contentLength() <= Int64(form.inMemoryLimit) {
+                request.httpBody = try multipart.encoded()
+            } else {
+                let file = SpooledBody(url: SpooledBody.newURL())
+                try multipart.write(to: file.url)
+                try stream(file.url, into: &request, spooled: file)
+            }
+            request.setValue(multipart.contentType, forHTTPHeaderField: "Content-Type")
+            return nil
+        }
+        if let fileURL {
+            try stream(fileURL, into: &request, spooled: nil)
+            return contentType
+        }
+        request.httpBody = data
+        return contentType
+    }
+
+    private func stream(_ url: URL, into request: inout URLRequest, spooled: SpooledBody?) throws(APIError) {
+        let size = try FileSource.size(of: url)
+        _ = try FileSource.head(of: url, count: 0)  // readable: fail here, typed, rather than in the transport
+        guard let stream = InputStream(url: url) else {
+            throw FileSource.unreadable(url, CocoaError(.fileReadUnknown))
+        }
+        request.httpBodyStream = stream
+        if request.value(forHTTPHeaderField: "Content-Length") == nil {
+            request.setValue(String(size), forHTTPHeaderField: "Content-Length")
+        }
+        if let spooled { SpooledBody.register(spooled, for: stream) }
+    }
+}
+
+/// A temporary file holding a multipart body too large for memory: removed when the last owner lets
+/// go of it (the attempt that sends it, see ``SpooledBody/claim(_:)``).
+final class SpooledBody: Sendable {
+    let url: URL
+
+    init(url: URL) { self.url = url }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    static func newURL() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("APIManagerKit-body-\(UUID().uuidString)")
+    }
+
+    // MARK: Who owns which
+
+    /// The spooled bodies of built requests not yet claimed by an attempt, by their stream. A stream
+    /// that is gone (a request built and dropped) gives its file up at the next registration.
+    private struct Entry {
+        weak var stream: InputStream?
+        let body: SpooledBody
+    }
+
+    /// @unchecked: the entries are only touched under the lock; a weak `InputStream` is only compared.
+    private struct Registry: @unchecked Sendable {
+        var entries: [ObjectIdentifier: Entry] = [:]
+    }
+
+    private static let registry = LockedState(Registry())
+
+    static func register(_ body: SpooledBody, for stream: InputStream) {
+        registry.withLock { registry in
+            registry.entries = registry.entries.filter { $0.value.stream != nil }
+            registry.entries[ObjectIdentifier(stream)] = Entry(stream: stream, body: body)
+        }
+    }
+
+    /// The spooled body of `stream`, now owned by the caller (`nil` for a body not spooled).
+    static func claim(_ stream: InputStream?) -> SpooledBody? {
+        guard let stream else { return nil }
+        return registry.withLock { registry in
+            guard let entry = registry.entries[ObjectIdentifier(stream)], entry.stream === stream else { return nil }
+            registry.entries[ObjectIdentifier(stream)] = nil
+            return entry.body
+        }
+    }
+
+    /// The number of spooled bodies not yet claimed (tests).
+    static var unclaimedCount: Int { registry.withLock { $0.entries.values.filter { $0.stream != nil }.count } }
+}
