@@ -248,7 +248,7 @@ struct MultipartTests {
             parseMultipart(body, contentType: request.value(forHTTPHeaderField: "Content-Type")))
         #expect(parts.first?.content == bytes)
         #expect(spooledFiles() == before, "the temporary file is removed when the attempt ends")
-        #expect(SpooledBody.unclaimedCount == 0)
+        #expect(BodyFile.unclaimedCount == 0)
     }
 
     @Test func aCancelledUploadRemovesItsTemporaryFile() {

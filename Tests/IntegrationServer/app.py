@@ -207,6 +207,48 @@ def fixture(environ, start_response):
         return _json(start_response, "200 OK", {"page": page, "items": [page * 10, page * 10 + 1]},
                      [("Link", ", ".join(links))])
 
+    if route == "upload-digest":
+        # The size and SHA-256 of the raw body, read in chunks (uploads of hundreds of MiB).
+        digest = hashlib.sha256()
+        remaining = int(environ.get("CONTENT_LENGTH") or 0)
+        stream = environ["wsgi.input"]
+        received = 0
+        while True:
+            chunk = stream.read(min(1 << 20, remaining) if remaining else 1 << 20)
+            if not chunk:
+                break
+            digest.update(chunk)
+            received += len(chunk)
+            if remaining:
+                remaining -= len(chunk)
+                if remaining == 0:
+                    break
+        return _json(start_response, "200 OK", {
+            "bytes": received, "sha256": digest.hexdigest(),
+            "contentType": environ.get("CONTENT_TYPE", ""),
+            "contentLength": environ.get("CONTENT_LENGTH"),
+            "transferEncoding": environ.get("HTTP_TRANSFER_ENCODING"),
+        })
+
+    if route == "multipart-digest":
+        # A multipart body parsed by werkzeug (files spooled to disk): per field, its text; per file,
+        # its name, type, size and SHA-256.
+        from werkzeug.wrappers import Request
+        request = Request(environ)
+        files = {}
+        for name, upload in request.files.items(multi=True):
+            digest = hashlib.sha256()
+            size = 0
+            while True:
+                chunk = upload.stream.read(1 << 20)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                size += len(chunk)
+            files[name] = {"filename": upload.filename, "contentType": upload.content_type, "bytes": size,
+                           "sha256": digest.hexdigest()}
+        return _json(start_response, "200 OK", {"form": request.form.to_dict(flat=True), "files": files})
+
     if route == "connection":
         # The client's port: the same port on two requests means the connection was reused.
         return _json(start_response, "200 OK", {"port": int(environ.get("REMOTE_PORT") or 0)})

@@ -15,22 +15,23 @@ extension APIRequestBody {
             if try multipart.contentLength() <= Int64(form.inMemoryLimit) {
                 request.httpBody = try multipart.encoded()
             } else {
-                let file = SpooledBody(url: SpooledBody.newURL())
+                let file = BodyFile(url: BodyFile.newTemporaryURL(), isTemporary: true)
                 try multipart.write(to: file.url)
-                try stream(file.url, into: &request, spooled: file)
+                try stream(file, into: &request)
             }
             request.setValue(multipart.contentType, forHTTPHeaderField: "Content-Type")
             return nil
         }
         if let fileURL {
-            try stream(fileURL, into: &request, spooled: nil)
+            try stream(BodyFile(url: fileURL, isTemporary: false), into: &request)
             return contentType
         }
         request.httpBody = data
         return contentType
     }
 
-    private func stream(_ url: URL, into request: inout URLRequest, spooled: SpooledBody?) throws(APIError) {
+    private func stream(_ file: BodyFile, into request: inout URLRequest) throws(APIError) {
+        let url = file.url
         let size = try FileSource.size(of: url)
         _ = try FileSource.head(of: url, count: 0)  // readable: fail here, typed, rather than in the transport
         guard let stream = InputStream(url: url) else {
@@ -40,30 +41,36 @@ extension APIRequestBody {
         if request.value(forHTTPHeaderField: "Content-Length") == nil {
             request.setValue(String(size), forHTTPHeaderField: "Content-Length")
         }
-        if let spooled { SpooledBody.register(spooled, for: stream) }
+        BodyFile.register(file, for: stream)
     }
 }
 
-/// A temporary file holding a multipart body too large for memory: removed when the last owner lets
-/// go of it (the attempt that sends it, see ``SpooledBody/claim(_:)``).
-final class SpooledBody: Sendable {
+/// The file a built request's body streams from (its `httpBodyStream`): a file the request gave,
+/// or a temporary one holding a multipart body too large for memory, which is removed when the last
+/// owner lets go of it (the attempt that sends it, see ``BodyFile/claim(_:)``). The engine tells the
+/// transport the file (``APITransportOptions/bodyFile``), so that it can upload it natively.
+final class BodyFile: Sendable {
     let url: URL
+    let isTemporary: Bool
 
-    init(url: URL) { self.url = url }
+    init(url: URL, isTemporary: Bool) {
+        self.url = url
+        self.isTemporary = isTemporary
+    }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    deinit { if isTemporary { try? FileManager.default.removeItem(at: url) } }
 
-    static func newURL() -> URL {
+    static func newTemporaryURL() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("APIManagerKit-body-\(UUID().uuidString)")
     }
 
     // MARK: Who owns which
 
-    /// The spooled bodies of built requests not yet claimed by an attempt, by their stream. A stream
+    /// The body files of built requests not yet claimed by an attempt, by their stream. A stream
     /// that is gone (a request built and dropped) gives its file up at the next registration.
     private struct Entry {
         weak var stream: InputStream?
-        let body: SpooledBody
+        let body: BodyFile
     }
 
     /// @unchecked: the entries are only touched under the lock; a weak `InputStream` is only compared.
@@ -73,15 +80,15 @@ final class SpooledBody: Sendable {
 
     private static let registry = LockedState(Registry())
 
-    static func register(_ body: SpooledBody, for stream: InputStream) {
+    static func register(_ body: BodyFile, for stream: InputStream) {
         registry.withLock { registry in
             registry.entries = registry.entries.filter { $0.value.stream != nil }
             registry.entries[ObjectIdentifier(stream)] = Entry(stream: stream, body: body)
         }
     }
 
-    /// The spooled body of `stream`, now owned by the caller (`nil` for a body not spooled).
-    static func claim(_ stream: InputStream?) -> SpooledBody? {
+    /// The body file of `stream`, now owned by the caller (`nil` for a stream that is not one).
+    static func claim(_ stream: InputStream?) -> BodyFile? {
         guard let stream else { return nil }
         return registry.withLock { registry in
             guard let entry = registry.entries[ObjectIdentifier(stream)], entry.stream === stream else { return nil }
@@ -90,6 +97,6 @@ final class SpooledBody: Sendable {
         }
     }
 
-    /// The number of spooled bodies not yet claimed (tests).
+    /// The number of body files not yet claimed (tests).
     static var unclaimedCount: Int { registry.withLock { $0.entries.values.filter { $0.stream != nil }.count } }
 }

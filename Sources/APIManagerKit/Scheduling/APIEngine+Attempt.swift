@@ -28,7 +28,7 @@ extension APIEngine {
             // The secret names join the credential headers before the link rule, the cache lookup and
             // the transport see them.
             if !secretNames.isEmpty { attempt.sensitiveHeaders.formUnion(secretNames) }
-            if let stream = built.request.httpBodyStream { attempt.spooledBody = SpooledBody.claim(stream) }
+            if let stream = built.request.httpBodyStream { attempt.bodyFile = BodyFile.claim(stream) }
             advance(attempt, at: .authenticate, with: perform(.authenticate, of: attempt))
         case .failure(let error):
             fail(task, attempt: number, with: error, sent: false, monitor: monitor)

@@ -140,7 +140,7 @@ extension APIEngine {
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
         let options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
-            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
+            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, bodyFile: attempt.bodyFile?.url)
         attempt.sent = (options, clock.now)
         let request = attempt.request
         // A streamed body (a file) has no bytes to compare: never shared.

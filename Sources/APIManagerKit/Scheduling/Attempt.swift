@@ -35,8 +35,9 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var answer: Result<APIRawResponse, any Error>?
     /// The response, once the transport answered with one.
     @exclusivity(unchecked) var response: APIRawResponse?
-    /// The temporary file its body streams from (a large multipart form), removed with the attempt.
-    @exclusivity(unchecked) var spooledBody: SpooledBody?
+    /// The file its body streams from, if any; a temporary one (a large multipart form) is removed
+    /// with the attempt.
+    @exclusivity(unchecked) var bodyFile: BodyFile?
     /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.
     @exclusivity(unchecked) var flightKey: SharedFlights.Key?
 

@@ -51,16 +51,21 @@ public struct APITransportOptions: Sendable, Hashable {
     /// The time cookie expiry is judged at, on the engine's clock, when the attempt was sent;
     /// `nil` for the system's time.
     public var cookieDate: Date?
+    /// The file the request's body streams from (its `httpBodyStream`), when the body is a file or
+    /// a multipart form written to disk: a transport uploads it natively (``URLSessionTransport``
+    /// with an upload task, so that it goes with its `Content-Length`). `nil` otherwise.
+    public var bodyFile: URL?
 
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
-        cookieDate: Date? = nil
+        cookieDate: Date? = nil, bodyFile: URL? = nil
     ) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
         self.cookies = cookies
         self.cookieDate = cookieDate
+        self.bodyFile = bodyFile
     }
 }
 

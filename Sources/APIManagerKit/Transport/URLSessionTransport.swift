@@ -106,7 +106,16 @@ public final class URLSessionTransport: APITransport {
             completion(.failure(URLError(.unsupportedURL)))
             return NothingToCancel()
         }
-        let task = session.dataTask(with: request)
+        let task: URLSessionTask
+        if let file = options.bodyFile, request.httpBodyStream != nil {
+            // A body from a file goes as an upload task, with its Content-Length: a stream body goes
+            // chunked on Linux (and with a Content-Length header too, which servers refuse).
+            var upload = request
+            upload.httpBodyStream = nil
+            task = session.uploadTask(with: upload, fromFile: file)
+        } else {
+            task = session.dataTask(with: request)
+        }
         // The delegate keeps what the request needs until the task completes; `finish` lets it go.
         delegate.register(
             Transfer(
