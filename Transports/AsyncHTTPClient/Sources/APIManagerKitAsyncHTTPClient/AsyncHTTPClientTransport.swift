@@ -154,7 +154,7 @@ final class Exchange: APICancellable, Sendable {
     private func send(_ request: URLRequest, redirects: Int) {
         let converted: HTTPClient.Request
         do {
-            converted = try Self.convert(request)
+            converted = try Self.convert(request, bodyFile: options.bodyFile)
         } catch {
             finish(.failure(error))
             return
@@ -218,11 +218,15 @@ final class Exchange: APICancellable, Sendable {
             // The shared rule then drops the headers that described the body.
             next.httpMethod = "GET"
             next.httpBody = nil
+            next.httpBodyStream = nil
         }
         return .follow(options.redirectRequest(next, from: original.url, redirectResponse: raw))
     }
 
-    static func convert(_ request: URLRequest) throws -> HTTPClient.Request {
+    /// The request as AsyncHTTPClient's; a body streamed from `bodyFile` (the request's
+    /// `httpBodyStream`) is read in chunks on NIO's thread pool as the connection takes it, and sent
+    /// with its `Content-Length`.
+    static func convert(_ request: URLRequest, bodyFile: URL? = nil) throws -> HTTPClient.Request {
         guard let url = request.url else { throw URLError(.badURL) }
         guard APIHTTPRules.isSendable(url) else { throw URLError(.unsupportedURL) }
         var headers = HTTPHeaders()
@@ -230,11 +234,43 @@ final class Exchange: APICancellable, Sendable {
         // With no Accept-Encoding of the request's own, the client's decompressor asks for gzip and
         // deflate.
         let method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod?.uppercased() ?? "GET")
+        let body: HTTPClient.Body?
+        if request.httpBodyStream != nil {
+            // Only a file is streamed: an arbitrary InputStream would block an event loop.
+            guard let bodyFile else {
+                throw APIError.invalidRequest(
+                    reason: "AsyncHTTPClientTransport streams a body only from a file (APIRequestBody.file)")
+            }
+            do {
+                body = try fileBody(bodyFile)
+            } catch {
+                throw APIError.invalidRequest(
+                    reason: "the body file \(bodyFile.lastPathComponent) cannot be read", underlying: error)
+            }
+        } else {
+            body = request.httpBody.map { .bytes($0) }
+        }
         do {
-            return try HTTPClient.Request(
-                url: url, method: method, headers: headers, body: request.httpBody.map { .bytes($0) })
+            return try HTTPClient.Request(url: url, method: method, headers: headers, body: body)
         } catch {
             throw URLError(.badURL)
+        }
+    }
+
+    private static func fileBody(_ url: URL) throws -> HTTPClient.Body {
+        let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+        let length = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        let path = url.path
+        return .stream(contentLength: length) { writer in
+            let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+            let fileIO = NonBlockingFileIO(threadPool: .singleton)
+            return fileIO.openFile(_deprecatedPath: path, eventLoop: eventLoop).flatMap { handle, region in
+                fileIO.readChunked(
+                    fileRegion: region, allocator: ByteBufferAllocator(), eventLoop: eventLoop
+                ) { chunk in
+                    writer.write(.byteBuffer(chunk))
+                }.always { _ in try? handle.close() }
+            }
         }
     }
 
