@@ -8,7 +8,7 @@ import PackageDescription
 let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
-    "FuzzLenientMapping", "FuzzSetCookie",
+    "FuzzLenientMapping", "FuzzSetCookie", "FuzzMultipart",
 ]
 
 let package = Package(

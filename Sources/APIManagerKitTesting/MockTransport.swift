@@ -80,7 +80,8 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         }
         /// 1 for the first request the transport saw, and so on.
         public let number: Int
-        /// The request as the transport received it.
+        /// The request as the transport received it; a body streamed from a file (`httpBodyStream`) was read
+        /// whole into its `httpBody`, as a server would have.
         public let request: URLRequest
         /// Where it stands now.
         public var outcome: Outcome

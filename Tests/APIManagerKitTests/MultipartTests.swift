@@ -90,6 +90,15 @@ struct MultipartTests {
         #expect(try APIFile(data: png, fileName: "no-extension").resolvedMIMEType() == "image/png")
     }
 
+    @Test func fileNameExtensionsAreReadWithoutFoundation() {
+        #expect(APIFile.pathExtension(of: "a.png") == "png")
+        #expect(APIFile.pathExtension(of: "dir.d/archive.tar.gz") == "gz")
+        #expect(APIFile.pathExtension(of: ".hidden") == "")
+        #expect(APIFile.pathExtension(of: "no-extension") == "")
+        #expect(APIFile.pathExtension(of: "////+//\u{1e}\u{1e}fa\u{fffd}a") == "", "crashed Foundation's pathExtension")
+        #expect(APIFile.pathExtension(of: "trailing.") == "")
+    }
+
     @Test func aGivenBoundaryFoundInTheContentFailsTheBody() throws {
         var form = try APIMultipartFormData(boundary: "frontier")
         try form.append("this text crosses the --frontier", name: "text")
@@ -280,6 +289,33 @@ struct MultipartTests {
             #expect(record.request.value(forHTTPHeaderField: "Content-Length") == "8")
             #expect(record.request.value(forHTTPHeaderField: "Content-Type") == "text/csv")
         }
+    }
+
+    @Test func aReplayAfterARefusedCredentialStreamsTheFormAgain() throws {
+        let transport = MockTransport()
+        transport.stub(nil, "/upload") { request in
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer expired" ? .status(401) : .status(200)
+        }
+        let session = APIAuthentication(authenticator: MockAuthenticator())
+        session.signIn(with: APICredential(accessToken: "expired", refreshToken: "r"))
+        let manager = UploadManager(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline, authentication: session))
+        let before = spooledFiles()
+        let bytes = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let task = manager.send(
+            UploadRequest(
+                parameters: ["file": .file(APIFile(data: bytes, fileName: "a.bin"))], multipartInMemoryLimit: 1024))
+        #expect(task.state.name == "finished")
+        #expect(
+            transport.records.map { $0.request.value(forHTTPHeaderField: "Authorization") } == [
+                "Bearer expired", "Bearer token-1",
+            ])
+        for record in transport.records {
+            let body = try #require(record.request.httpBody)
+            let parts = parseMultipart(body, contentType: record.request.value(forHTTPHeaderField: "Content-Type"))
+            #expect(parts?.first?.content == bytes, "each attempt sends the whole form")
+        }
+        #expect(spooledFiles() == before)
     }
 
     @Test func anUnreadableBodyFileFailsBeforeAnythingIsSent() {

@@ -207,7 +207,8 @@ public struct APIRequestBody: Sendable, Hashable {
     public static func file(_ url: URL, contentType: String? = nil) -> APIRequestBody {
         var body = APIRequestBody(
             data: Data(),
-            contentType: contentType ?? APIFile.mimeType(forExtension: url.pathExtension) ?? "application/octet-stream")
+            contentType: contentType ?? APIFile.mimeType(forExtension: APIFile.pathExtension(of: url.lastPathComponent))
+                ?? "application/octet-stream")
         body.fileURL = url
         return body
     }

@@ -49,7 +49,7 @@ public struct APIFile: Sendable, Hashable {
     ///   cannot be read.
     public func resolvedMIMEType() throws(APIError) -> String {
         if let mimeType { return mimeType }
-        if let fileName, let type = Self.mimeType(forExtension: (fileName as NSString).pathExtension) {
+        if let fileName, let type = Self.mimeType(forExtension: Self.pathExtension(of: fileName)) {
             return type
         }
         let head: Data
@@ -71,6 +71,14 @@ public struct APIFile: Sendable, Hashable {
     }
 
     // MARK: MIME types
+
+    /// The extension of a file name: after the last dot of its last path component, unless that dot
+    /// starts it. (Foundation's `pathExtension` on Linux crashes on some names, found by fuzzing.)
+    static func pathExtension(of fileName: String) -> String {
+        let last = fileName.split(separator: "/", omittingEmptySubsequences: true).last ?? ""
+        guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return "" }
+        return String(last[last.index(after: dot)...])
+    }
 
     /// The MIME type of a file extension (case-insensitive), for the common types; `nil` for others.
     public static func mimeType(forExtension pathExtension: String) -> String? {

@@ -20,7 +20,9 @@ import Foundation
 public struct APIMultipartFormData: Sendable, Hashable {
     /// One part: a text field or a file.
     public enum Part: Sendable, Hashable {
+        /// A text field: its name and value.
         case text(name: String, value: String)
+        /// A file: its field name and the file.
         case file(name: String, APIFile)
     }
 
