@@ -25,6 +25,19 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         public var latency: TimeInterval = 0
         /// Whether the reply waits for ``MockTransport/release(path:with:)``. `false` unless set.
         public var isHeld = false
+        /// In how many chunks the body arrives, one every ``chunkInterval`` seconds after the
+        /// latency (each reported as download progress). `1` unless set with ``inChunks(_:every:)``.
+        public var chunks = 1
+        /// Seconds between two chunks of the body. `0` unless set.
+        public var chunkInterval: TimeInterval = 0
+        /// Where the body is cut: after this many bytes the connection drops and the request fails
+        /// with `URLError(.networkConnectionLost)`. `nil` unless set with ``cut(after:)``.
+        public var cutAfterBytes: Int?
+        /// Seconds the request's body takes to go, in ``uploadSteps`` steps reported as upload
+        /// progress, before the latency starts. `0` unless set with ``uploading(over:steps:)``.
+        public var uploadDuration: TimeInterval = 0
+        /// In how many steps the request's body goes. `4` unless set.
+        public var uploadSteps = 4
 
         /// A reply; use the static builders (`status`, `json`, `failure`) and `after`/`held`.
         public init(result: Result<APIRawResponse, URLError>, latency: TimeInterval = 0, isHeld: Bool = false) {
@@ -56,6 +69,35 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             copy.latency = seconds
             return copy
         }
+
+        /// The same reply, its body arriving in `count` chunks, one every `interval` seconds after the
+        /// latency, each reported as download progress; the reply completes with the last.
+        public func inChunks(_ count: Int, every interval: TimeInterval) -> Reply {
+            var copy = self
+            copy.chunks = max(1, count)
+            copy.chunkInterval = max(0, interval)
+            return copy
+        }
+
+        /// The same reply, its body cut after `bytes` bytes: the chunks up to there arrive (and are
+        /// reported), then the request fails with `URLError(.networkConnectionLost)`.
+        public func cut(after bytes: Int) -> Reply {
+            var copy = self
+            copy.cutAfterBytes = max(0, bytes)
+            return copy
+        }
+
+        /// The same reply, the request's body taking `seconds` to go, reported as upload progress in
+        /// `steps` equal steps, before the latency starts.
+        public func uploading(over seconds: TimeInterval, steps: Int = 4) -> Reply {
+            var copy = self
+            copy.uploadDuration = max(0, seconds)
+            copy.uploadSteps = max(1, steps)
+            return copy
+        }
+
+        /// Whether the reply plays out step by step (chunks, a cut, an upload).
+        var isStaged: Bool { chunks > 1 || cutAfterBytes != nil || uploadDuration > 0 }
 
         /// The same reply, held until released.
         public func held() -> Reply {
@@ -208,6 +250,17 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
+        send(request, options: APITransportOptions(), completion: completion)
+    }
+
+    /// Answers from the script; a staged reply (``Reply/inChunks(_:every:)``, ``Reply/cut(after:)``,
+    /// ``Reply/uploading(over:steps:)``) plays out on the clock, reporting its progress to
+    /// `options.progress`. A held reply is answered whole when released.
+    public func send(
+        _ request: URLRequest,
+        options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
         let now = clock.now
         // A streamed body (a file) is read as a server would, so the record shows its bytes.
         var request = request
@@ -232,6 +285,15 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         }
         let cancellable = Cancellation(transport: self, number: number)
         if reply.isHeld { return cancellable }
+        if reply.isStaged {
+            lock.withLock {
+                state.pending[number] = Pending(number: number, reply: reply, completion: completion, timer: nil)
+            }
+            play(
+                Self.stages(of: reply, uploading: Int64(request.httpBody?.count ?? 0)), number: number, options: options
+            )
+            return cancellable
+        }
         if reply.latency > 0 {
             let timer = clock.schedule(after: reply.latency) { [weak self] in
                 self?.finish(number: number, with: reply.result)
@@ -261,6 +323,75 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             if count <= 0 { return data }
             data.append(buffer, count: count)
         }
+    }
+
+    /// One step of a staged reply: after `delay` seconds, report progress, or end.
+    private enum Stage {
+        case progress(after: TimeInterval, APITransferProgress.Direction, Int64, of: Int64?)
+        case end(after: TimeInterval, Result<APIRawResponse, URLError>)
+    }
+
+    private static func stages(of reply: Reply, uploading bodyBytes: Int64) -> [Stage] {
+        var stages: [Stage] = []
+        if reply.uploadDuration > 0, bodyBytes > 0 {
+            let step = reply.uploadDuration / Double(reply.uploadSteps)
+            for index in 1...reply.uploadSteps {
+                stages.append(
+                    .progress(after: step, .upload, bodyBytes * Int64(index) / Int64(reply.uploadSteps), of: bodyBytes))
+            }
+        }
+        guard case .success(let response) = reply.result else {
+            return stages + [.end(after: reply.latency, reply.result)]
+        }
+        let total = response.body.count
+        let expected = Int64(total)
+        let limit = min(total, reply.cutAfterBytes ?? total)
+        var delay = reply.latency
+        var previous = 0
+        for index in 1...reply.chunks {
+            let bytes = min(limit, total * index / reply.chunks)
+            if bytes > previous {
+                stages.append(.progress(after: delay, .download, Int64(bytes), of: expected))
+                delay = 0
+                previous = bytes
+            }
+            if bytes >= limit { break }
+            delay += reply.chunkInterval
+        }
+        if reply.cutAfterBytes.map({ $0 < total }) == true {
+            return stages + [.end(after: 0, .failure(URLError(.networkConnectionLost)))]
+        }
+        return stages + [.end(after: delay == reply.latency ? delay : 0, reply.result)]
+    }
+
+    /// Plays the stages on the clock, one timer at a time; a cancelled request stops them.
+    private func play(_ stages: [Stage], number: Int, options: APITransportOptions) {
+        guard let stage = stages.first else { return }
+        let rest = Array(stages.dropFirst())
+        let delay: TimeInterval
+        switch stage {
+        case .progress(let after, _, _, _), .end(let after, _): delay = after
+        }
+        let run: @Sendable () -> Void = { [weak self] in
+            guard let self, self.lock.withLock({ self.state.pending[number] != nil }) else { return }
+            switch stage {
+            case .progress(_, let direction, let bytes, let expected):
+                options.progress?(direction, bytes, expected)
+                self.play(rest, number: number, options: options)
+            case .end(_, let result):
+                self.finish(number: number, with: result)
+            }
+        }
+        if delay <= 0 {
+            run()
+            return
+        }
+        let timer = clock.schedule(after: delay, run)
+        let stillPending = lock.withLock {
+            state.pending[number]?.timer = timer
+            return state.pending[number] != nil
+        }
+        if !stillPending { timer.cancel() }
     }
 
     private func finish(number: Int, with result: Result<APIRawResponse, URLError>) {

@@ -100,6 +100,7 @@ struct MachineHarness {
         switch event {
         case .waiting: return "waiting"
         case .started(let attempt): return "started \(attempt)"
+        case .progress(let progress): return "\(progress)"
         case .willRetry(let delay, _): return "retry \(delay)"
         case .cachedResponse: return "cached"
         case .finished: return "finished"

@@ -89,6 +89,9 @@ final class EventRecorder: APIManagerDelegate, @unchecked Sendable {
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
         record("\(task.identifier) retry \(delay)")
     }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didReport progress: APITransferProgress) {
+        record("\(task.identifier) \(progress)")
+    }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse) {
         record("\(task.identifier) cached")
     }

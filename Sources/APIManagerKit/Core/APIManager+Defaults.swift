@@ -39,6 +39,10 @@ extension APIManager {
         baseDelegate?.apiManager(self, task: task, didStartAttempt: attempt)
     }
 
+    public func task(_ task: APITask<Request>, didReport progress: APITransferProgress) {
+        baseDelegate?.apiManager(self, task: task, didReport: progress)
+    }
+
     public func task(_ task: APITask<Request>, willRetryAfter delay: TimeInterval, error: APIError) {
         baseDelegate?.apiManager(self, task: task, willRetryAfter: delay, error: error)
     }

@@ -55,6 +55,9 @@ public protocol APIManager: AnyObject, Sendable {
     func taskIsWaiting(_ task: APITask<Request>)
     /// Attempt `attempt` started. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, didStartAttempt attempt: Int)
+    /// The attempt's upload or download went on (``APIRequest/reportsProgress``). Defaults to
+    /// forwarding to the delegate.
+    func task(_ task: APITask<Request>, didReport progress: APITransferProgress)
     /// A retry is scheduled. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, willRetryAfter delay: TimeInterval, error: APIError)
     /// A stored response was delivered ahead of the network's (``APICacheOption/both``); the task goes

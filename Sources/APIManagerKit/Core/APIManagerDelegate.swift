@@ -1,4 +1,4 @@
-/// The base delegate protocol of every manager: six events, each with an empty default.
+/// The base delegate protocol of every manager: seven events, each with an empty default.
 ///
 /// Events arrive through the manager's forwarding methods (``APIManager/task(_:didFinishWith:)`` and
 /// its siblings), on the manager's ``APIManager/eventDelivery`` (the main queue unless set), one at a
@@ -12,6 +12,10 @@ public protocol APIManagerDelegate: AnyObject {
     func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask)
     /// Attempt `attempt` (1 for the first) has started. Once per attempt.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int)
+    /// The attempt's upload or download went on, for a task whose request reports progress
+    /// (``APIRequest/reportsProgress``): thinned to one per 1 % or 50 ms, whichever is rarer, with
+    /// exactly one final report per direction and attempt, before the terminal event.
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didReport progress: APITransferProgress)
     /// The attempt failed with `error`; the next starts after `delay` seconds. Once per retry.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError)
     /// A stored response, delivered ahead of the network's under ``APICacheOption/both``. Not terminal:
@@ -27,6 +31,7 @@ public protocol APIManagerDelegate: AnyObject {
 extension APIManagerDelegate {
     public func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {}
+    public func apiManager(_ manager: any APIManager, task: AnyAPITask, didReport progress: APITransferProgress) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
     }
     public func apiManager(

@@ -111,6 +111,10 @@ public protocol APIRequest: Sendable {
     /// a larger one is written to a temporary file and streamed from disk.
     /// ``APIRequestDefaults/multipartInMemoryLimit`` (10 MiB) unless overridden.
     var multipartInMemoryLimit: Int { get }
+    /// Whether the task reports its upload and download progress (``APITransferProgress``) to the
+    /// delegate and on ``AnyAPITask/progress``. `false` unless overridden: other tasks do no work for
+    /// it.
+    var reportsProgress: Bool { get }
     /// An `Idempotency-Key` header (IETF httpapi draft) that makes a retried `POST` or `PATCH` safe:
     /// its value is generated once per task and sent unchanged on every attempt, retry and
     /// authentication replay, so a server that saw the first attempt recognises the others. Sent
@@ -153,6 +157,7 @@ extension APIRequest {
     public var cachesAuthenticatedResponses: Bool { false }
     public var maxResponseBodySize: Int? { APIRequestDefaults.maxResponseBodySize }
     public var multipartInMemoryLimit: Int { APIRequestDefaults.multipartInMemoryLimit }
+    public var reportsProgress: Bool { false }
     public func configure(_ urlRequest: inout URLRequest) throws {}
     public var idempotencyKey: APIIdempotencyKey? { nil }
 }

@@ -124,6 +124,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The origins this task's credentials may go to (a page reached through a link); `nil` for
     /// any. Sent elsewhere, the request goes without them, as after a redirect.
     let credentialOrigins: [Origin]?
+    /// The progress sequences of a task whose request reports progress; `nil` for the others.
+    let progressStreams: ProgressStreams?
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -134,9 +136,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         sharing: APIRequestSharing = .never, group: APIConcurrencyGroup? = nil, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
-        lock: Lock? = nil
+        reportsProgress: Bool = false, lock: Lock? = nil
     ) {
         self.identifier = identifier
+        self.progressStreams = reportsProgress ? ProgressStreams() : nil
         self.credentialOrigins = credentialOrigins
         self.idempotencyHeader = idempotencyHeader
         self.maxResponseBodySize = maxResponseBodySize
@@ -191,6 +194,15 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// The task's upload and download progress as it is reported, in the order of the delegate's
+    /// events; the sequence ends when the task ends. Empty (it ends at once) for a task whose request
+    /// does not report progress (``APIRequest/reportsProgress``). Each call makes a new sequence that
+    /// gets the reports from then on.
+    public var progress: AsyncStream<APITransferProgress> {
+        guard let progressStreams else { return AsyncStream { $0.finish() } }
+        return progressStreams.makeStream()
+    }
+
     /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
     public var attemptCount: Int { lock.withLock { record.attemptCount } }
 
@@ -227,6 +239,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     enum Event {
         case waiting
         case started(attempt: Int)
+        case progress(APITransferProgress)
         case willRetry(delay: TimeInterval, error: APIError)
         case cachedResponse(BuiltResponse)
         case finished(BuiltResponse)
@@ -276,6 +289,40 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
             maxResponseBodySize: request.maxResponseBodySize, engine: engine,
             idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) },
-            credentialOrigins: credentialOrigins)
+            credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress)
+    }
+}
+
+/// The progress sequences handed out by ``AnyAPITask/progress``: fed as the reports are delivered,
+/// finished when the task's terminal event is.
+final class ProgressStreams: Sendable {
+    private struct State {
+        var continuations: [AsyncStream<APITransferProgress>.Continuation] = []
+        var ended = false
+    }
+
+    private let state = LockedState(State())
+
+    func makeStream() -> AsyncStream<APITransferProgress> {
+        let (stream, continuation) = AsyncStream.makeStream(of: APITransferProgress.self)
+        let ended = state.withLock { state -> Bool in
+            if !state.ended { state.continuations.append(continuation) }
+            return state.ended
+        }
+        if ended { continuation.finish() }
+        return stream
+    }
+
+    func yield(_ progress: APITransferProgress) {
+        for continuation in state.withLock({ $0.continuations }) { continuation.yield(progress) }
+    }
+
+    func finish() {
+        let continuations = state.withLock { state in
+            state.ended = true
+            defer { state.continuations = [] }
+            return state.continuations
+        }
+        for continuation in continuations { continuation.finish() }
     }
 }

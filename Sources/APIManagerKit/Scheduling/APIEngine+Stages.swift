@@ -138,9 +138,15 @@ extension APIEngine {
 
     /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive``.
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
-        let options = APITransportOptions(
+        var options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, bodyFile: attempt.bodyFile?.url)
+        if attempt.task.progressStreams != nil {
+            let channel = ProgressChannel(
+                engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt))
+            attempt.progress = channel
+            options.progress = { channel.report($0, bytes: $1, expected: $2) }
+        }
         attempt.sent = (options, clock.now)
         let request = attempt.request
         // A streamed body (a file) has no bytes to compare: never shared.
@@ -194,10 +200,20 @@ extension APIEngine {
                 request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
     }
 
+    /// The size of the attempt's request body (its upload), `nil` for none.
+    private static func bodySize(of attempt: Attempt) -> Int64? {
+        if let file = attempt.bodyFile { return try? FileSource.size(of: file.url) }
+        if let body = attempt.request.httpBody, !body.isEmpty { return Int64(body.count) }
+        return nil
+    }
+
     /// The transport's answer, told to the event monitor (see ``TransportStage``).
     private func receive(_ attempt: Attempt) -> Attempt.Outcome {
         guard let answer = attempt.answer else { return .dropped }
         attempt.answer = nil
+        if let progress = attempt.progress, case .success(let raw) = answer {
+            progress.finish(downloaded: Int64(raw.body.count))
+        }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
         if let monitor = attempt.monitor, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {

@@ -275,6 +275,10 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
+    func progressReported(_ task: AnyAPITask, attempt: Int, progress: APITransferProgress) {
+        transition { $0.progressReported(task, attempt: attempt, progress: progress, into: &$1) }
+    }
+
     func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
         retrierLeft(task, retries: true)
         transition { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }

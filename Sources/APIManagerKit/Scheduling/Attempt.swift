@@ -38,6 +38,8 @@ final class Attempt: @unchecked Sendable {
     /// The file its body streams from, if any; a temporary one (a large multipart form) is removed
     /// with the attempt.
     @exclusivity(unchecked) var bodyFile: BodyFile?
+    /// Its progress reports, for a task that asks for them; `nil` otherwise.
+    @exclusivity(unchecked) var progress: ProgressChannel?
     /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.
     @exclusivity(unchecked) var flightKey: SharedFlights.Key?
 
@@ -136,5 +138,46 @@ final class Attempt: @unchecked Sendable {
         case startOver(isReplay: Bool)
         /// The attempt is no longer the task's current one: nothing more is done for it.
         case dropped
+    }
+}
+
+/// One attempt's progress: the transport's reports, thinned, on their way to the task's events.
+final class ProgressChannel: Sendable {
+    private let thinner = LockedState(ProgressThinner())
+    private let task: AnyAPITask
+    private let attempt: Int
+    /// The request body's size: the upload's total.
+    let uploadBytes: Int64?
+    private weak let engine: APIEngine?
+
+    init(engine: APIEngine, task: AnyAPITask, attempt: Int, uploadBytes: Int64?) {
+        self.engine = engine
+        self.task = task
+        self.attempt = attempt
+        self.uploadBytes = uploadBytes
+    }
+
+    /// What the transport calls (any thread).
+    func report(_ direction: APITransferProgress.Direction, bytes: Int64, expected: Int64?) {
+        guard let engine else { return }
+        let now = engine.clock.now
+        let expected = direction == .upload ? expected ?? uploadBytes : expected
+        let progress = thinner.withLock {
+            $0.report(direction, bytes: bytes, expected: expected, now: now, attempt: attempt)
+        }
+        if let progress { engine.progressReported(task, attempt: attempt, progress: progress) }
+    }
+
+    /// The transport answered: each direction gets its final report (the upload's whole body, the
+    /// download's received bytes), unless the transport made it.
+    func finish(downloaded: Int64) {
+        guard let engine else { return }
+        let reports = thinner.withLock { thinner in
+            [
+                uploadBytes.flatMap { thinner.finish(.upload, bytes: $0, attempt: attempt) },
+                thinner.finish(.download, bytes: downloaded, attempt: attempt),
+            ].compactMap { $0 }
+        }
+        for progress in reports { engine.progressReported(task, attempt: attempt, progress: progress) }
     }
 }

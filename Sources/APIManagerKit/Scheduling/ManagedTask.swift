@@ -62,12 +62,21 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func deliver(_ event: Event) {
+        if let progressStreams {
+            switch event {
+            case .progress(let progress): progressStreams.yield(progress)
+            case .finished, .failed: progressStreams.finish()
+            case .waiting, .started, .willRetry, .cachedResponse: break
+            }
+        }
         guard let manager else { return }
         switch event {
         case .waiting:
             manager.taskIsWaiting(self)
         case .started(let attempt):
             manager.task(self, didStartAttempt: attempt)
+        case .progress(let progress):
+            manager.task(self, didReport: progress)
         case .willRetry(let delay, let error):
             manager.task(self, willRetryAfter: delay, error: error)
         case .cachedResponse(let built):

@@ -305,6 +305,15 @@ struct SchedulingMachine {
         beginAttempt(task, into: &actions)
     }
 
+    /// The current attempt of a task reported progress: told to the delegate, in order with its
+    /// other events. A report of an attempt that is no longer current is dropped.
+    mutating func progressReported(
+        _ task: AnyAPITask, attempt: Int, progress: APITransferProgress, into actions: inout Actions
+    ) {
+        guard isCurrent(task, attempt: attempt) else { return }
+        emit(.progress(progress), for: task, into: &actions)
+    }
+
     /// The timer of ``Action/scheduleWaitLimit(_:after:)`` was set: kept while the task waits, else
     /// cancelled.
     mutating func waitTimerSet(_ task: AnyAPITask, timer: any APICancellable, into actions: inout Actions) {

@@ -55,17 +55,36 @@ public struct APITransportOptions: Sendable, Hashable {
     /// a multipart form written to disk: a transport uploads it natively (``URLSessionTransport``
     /// with an upload task, so that it goes with its `Content-Length`). `nil` otherwise.
     public var bodyFile: URL?
+    /// Where the transport reports the bytes sent and received as they go, for a task whose request
+    /// reports progress (``APIRequest/reportsProgress``); `nil` for the others, which pay nothing.
+    /// A transport that never calls it still works: the engine gives each direction its final report
+    /// when the attempt completes. Not part of the options' equality.
+    public var progress: APIProgressReporter?
 
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
-        cookieDate: Date? = nil, bodyFile: URL? = nil
+        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil
     ) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
         self.cookies = cookies
         self.cookieDate = cookieDate
         self.bodyFile = bodyFile
+        self.progress = progress
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.sensitiveHeaders == rhs.sensitiveHeaders && lhs.maxResponseBodySize == rhs.maxResponseBodySize
+            && lhs.cookies == rhs.cookies && lhs.cookieDate == rhs.cookieDate && lhs.bodyFile == rhs.bodyFile
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(sensitiveHeaders)
+        hasher.combine(maxResponseBodySize)
+        hasher.combine(cookies)
+        hasher.combine(cookieDate)
+        hasher.combine(bodyFile)
     }
 }
 
