@@ -173,6 +173,8 @@ struct Transfer {
     let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
     /// The body received so far.
     var body = Data()
+    /// The body's announced length (for progress); `nil` when not announced.
+    var expectedBytes: Int64?
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
     var rejectedChallenge = false
     var timedOut = false
@@ -294,6 +296,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
                 state.transfers[identifier]?.bodyTooLarge = true
                 return dataTask
             }
+            // A compressed body's announced length is not the length of the bytes counted.
+            if declared >= 0, codings.isEmpty { state.transfers[identifier]?.expectedBytes = declared }
             if declared > 0 {
                 state.transfers[identifier]?.body.reserveCapacity(Int(min(declared, Int64(limit ?? 16 << 20))))
             }
@@ -309,18 +313,34 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let tooLarge: URLSessionTask? = state.withLock { state in
+        typealias Progress = (report: APIProgressReporter, bytes: Int64, expected: Int64?)
+        let (tooLarge, progress) = state.withLock { state -> (URLSessionTask?, Progress?) in
             let identifier = dataTask.taskIdentifier
-            guard let transfer = state.transfers[identifier], !transfer.bodyTooLarge else { return nil }
-            if let limit = transfer.maxBodySize, transfer.body.count + data.count > limit {
-                state.transfers[identifier]?.bodyTooLarge = true
-                state.transfers[identifier]?.body = Data()
-                return dataTask
+            // Fields are read in place: a copy of the transfer would share its body, and the append
+            // below would then copy the whole body every time (quadratic).
+            guard let index = state.transfers.index(forKey: identifier),
+                !state.transfers.values[index].bodyTooLarge
+            else { return (nil, nil) }
+            let received = state.transfers.values[index].body.count + data.count
+            if let limit = state.transfers.values[index].maxBodySize, received > limit {
+                state.transfers.values[index].bodyTooLarge = true
+                state.transfers.values[index].body = Data()
+                return (dataTask, nil)
             }
-            state.transfers[identifier]?.body.append(data)
-            return nil
+            state.transfers.values[index].body.append(data)
+            let transfer = state.transfers.values[index]
+            return (nil, transfer.options.progress.map { ($0, Int64(received), transfer.expectedBytes) })
         }
         tooLarge?.cancel()
+        if let progress { progress.report(.download, progress.bytes, progress.expected) }
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        let report = state.withLock { $0.transfers[task.taskIdentifier]?.options.progress }
+        report?(.upload, totalBytesSent, totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : nil)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

@@ -160,7 +160,9 @@ final class Exchange: APICancellable, Sendable {
             return
         }
         let collector = BodyCollector(
-            url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD)
+            url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
+            progress: options.progress,
+            uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile))
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.cancelled else { return false }
@@ -257,6 +259,15 @@ final class Exchange: APICancellable, Sendable {
         }
     }
 
+    /// The request body's length, for upload progress.
+    private static func bodyLength(of request: URLRequest, file: URL?) -> Int64? {
+        if request.httpBodyStream != nil, let file {
+            return (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size].flatMap { $0 as? NSNumber }?
+                .int64Value
+        }
+        return request.httpBody.map { Int64($0.count) }
+    }
+
     private static func fileBody(_ url: URL) throws -> HTTPClient.Body {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         let length = (attributes[.size] as? NSNumber)?.int64Value ?? 0
@@ -312,11 +323,26 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     /// The head's `Content-Length`; 0 when it gives none or the response has no body.
     private var announcedLength = 0
     private var body: ByteBuffer?
+    /// Where progress goes (a task that asks for it); `nil` otherwise.
+    private let progress: APIProgressReporter?
+    /// The request body's length (for upload progress), and how much of it went.
+    private let uploadLength: Int64?
+    private var uploaded: Int64 = 0
+    /// The body's announced length for download progress: `nil` when compressed or not announced.
+    private var expectedDownload: Int64?
 
-    init(url: URL?, limit: Int?, isHead: Bool) {
+    init(url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil) {
         self.url = url
         self.limit = limit
         self.isHead = isHead
+        self.progress = progress
+        self.uploadLength = uploadLength
+    }
+
+    func didSendRequestPart(task: HTTPClient.Task<APIRawResponse>, _ part: IOData) {
+        guard let progress else { return }
+        uploaded += Int64(part.readableBytes)
+        progress(.upload, uploaded, uploadLength)
     }
 
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
@@ -332,6 +358,9 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         // (RFC 9110 §6.4.1).
         if !APIHTTPRules.hasNoBody(method: isHead ? "HEAD" : nil, status: Int(head.status.code)) {
             announcedLength = head.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
+            if codings.isEmpty, head.headers.contains(name: "Content-Length") {
+                expectedDownload = Int64(announcedLength)
+            }
         }
         // A length already past the limit stops the transfer before the body, as on
         // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
@@ -364,6 +393,7 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         if let limit, (body?.readableBytes ?? 0) > limit {
             return task.eventLoop.makeFailedFuture(APIError.responseTooLarge(limit: limit))
         }
+        progress?(.download, Int64(body?.readableBytes ?? 0), expectedDownload)
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
