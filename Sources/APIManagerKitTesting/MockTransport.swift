@@ -289,9 +289,10 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             lock.withLock {
                 state.pending[number] = Pending(number: number, reply: reply, completion: completion, timer: nil)
             }
+            let response = try? reply.result.get()
             play(
-                Self.stages(of: reply, uploading: Int64(request.httpBody?.count ?? 0)), number: number, options: options
-            )
+                Self.stages(of: reply, uploading: Int64(request.httpBody?.count ?? 0)), number: number,
+                options: options, response: response, written: 0)
             return cancellable
         }
         if reply.latency > 0 {
@@ -364,8 +365,11 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         return stages + [.end(after: delay == reply.latency ? delay : 0, reply.result)]
     }
 
-    /// Plays the stages on the clock, one timer at a time; a cancelled request stops them.
-    private func play(_ stages: [Stage], number: Int, options: APITransportOptions) {
+    /// Plays the stages on the clock, one timer at a time; a cancelled request stops them. A
+    /// download's body goes to its file chunk by chunk, so a cut leaves the part that arrived.
+    private func play(
+        _ stages: [Stage], number: Int, options: APITransportOptions, response: APIRawResponse?, written: Int
+    ) {
         guard let stage = stages.first else { return }
         let rest = Array(stages.dropFirst())
         let delay: TimeInterval
@@ -376,8 +380,23 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             guard let self, self.lock.withLock({ self.state.pending[number] != nil }) else { return }
             switch stage {
             case .progress(_, let direction, let bytes, let expected):
+                var written = written
+                if direction == .download, let file = options.responseBodyFile, let response {
+                    do {
+                        if written == 0, try !file.begin(statusCode: response.statusCode, headers: response.headers) {
+                            written = -1  // not a body for the file
+                        }
+                        if written >= 0 {
+                            try file.write(response.body.subdata(in: written..<Int(bytes)))
+                            written = Int(bytes)
+                        }
+                    } catch {
+                        self.finish(number: number, with: .failure(URLError(.cannotWriteToFile)))
+                        return
+                    }
+                }
                 options.progress?(direction, bytes, expected)
-                self.play(rest, number: number, options: options)
+                self.play(rest, number: number, options: options, response: response, written: written)
             case .end(_, let result):
                 self.finish(number: number, with: result)
             }

@@ -8,6 +8,9 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
     public var body: Data
     /// The URL that answered, after redirects; `nil` when the transport does not know it.
     public var url: URL?
+    /// The file the body was written to, for a download (``APIRequest/download``); the ``body`` is
+    /// then empty. `nil` otherwise.
+    public var fileURL: URL?
     private var headerStorage: HeaderStorage
 
     /// A response from its parts, as a transport (or a test) makes one.
@@ -65,6 +68,7 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
 
     public static func == (lhs: APIRawResponse, rhs: APIRawResponse) -> Bool {
         lhs.statusCode == rhs.statusCode && lhs.body == rhs.body && lhs.url == rhs.url && lhs.headers == rhs.headers
+            && lhs.fileURL == rhs.fileURL
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -72,10 +76,11 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
         hasher.combine(headers)
         hasher.combine(body)
         hasher.combine(url)
+        hasher.combine(fileURL)
     }
 
     private enum CodingKeys: String, CodingKey {
-        case statusCode, headers, body, url
+        case statusCode, headers, body, url, fileURL
     }
 
     public init(from decoder: any Decoder) throws {
@@ -85,6 +90,7 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
             headers: try container.decode([String: String].self, forKey: .headers),
             body: try container.decode(Data.self, forKey: .body),
             url: try container.decodeIfPresent(URL.self, forKey: .url))
+        fileURL = try container.decodeIfPresent(URL.self, forKey: .fileURL)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -93,6 +99,7 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
         try container.encode(headers, forKey: .headers)
         try container.encode(body, forKey: .body)
         try container.encodeIfPresent(url, forKey: .url)
+        try container.encodeIfPresent(fileURL, forKey: .fileURL)
     }
 }
 

@@ -115,6 +115,9 @@ public protocol APIRequest: Sendable {
     /// delegate and on ``AnyAPITask/progress``. `false` unless overridden: other tasks do no work for
     /// it.
     var reportsProgress: Bool { get }
+    /// Where the response body is written instead of memory (see ``APIDownload``); `nil` (in
+    /// memory) unless overridden. A download is never cached nor shared with another request.
+    var download: APIDownload? { get }
     /// An `Idempotency-Key` header (IETF httpapi draft) that makes a retried `POST` or `PATCH` safe:
     /// its value is generated once per task and sent unchanged on every attempt, retry and
     /// authentication replay, so a server that saw the first attempt recognises the others. Sent
@@ -158,6 +161,7 @@ extension APIRequest {
     public var maxResponseBodySize: Int? { APIRequestDefaults.maxResponseBodySize }
     public var multipartInMemoryLimit: Int { APIRequestDefaults.multipartInMemoryLimit }
     public var reportsProgress: Bool { false }
+    public var download: APIDownload? { nil }
     public func configure(_ urlRequest: inout URLRequest) throws {}
     public var idempotencyKey: APIIdempotencyKey? { nil }
 }

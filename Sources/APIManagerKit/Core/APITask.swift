@@ -126,6 +126,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let credentialOrigins: [Origin]?
     /// The progress sequences of a task whose request reports progress; `nil` for the others.
     let progressStreams: ProgressStreams?
+    /// The request's ``APIRequest/download``, read when it is sent.
+    let download: APIDownload?
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -136,9 +138,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         sharing: APIRequestSharing = .never, group: APIConcurrencyGroup? = nil, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
-        reportsProgress: Bool = false, lock: Lock? = nil
+        reportsProgress: Bool = false, download: APIDownload? = nil, lock: Lock? = nil
     ) {
         self.identifier = identifier
+        self.download = download
         self.progressStreams = reportsProgress ? ProgressStreams() : nil
         self.credentialOrigins = credentialOrigins
         self.idempotencyHeader = idempotencyHeader
@@ -289,7 +292,8 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
             maxResponseBodySize: request.maxResponseBodySize, engine: engine,
             idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) },
-            credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress)
+            credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
+            download: request.download)
     }
 }
 

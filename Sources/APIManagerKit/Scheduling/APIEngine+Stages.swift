@@ -107,8 +107,10 @@ extension APIEngine {
 
     /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
     private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
-        // A streamed body (a file) has no bytes for a key: never cached.
-        guard let cache, attempt.request.httpBodyStream == nil else { return .readyToSend(cachedCopy: nil) }
+        // A streamed body (a file) has no bytes for a key, and a download goes to a file: never cached.
+        guard let cache, attempt.request.httpBodyStream == nil, attempt.task.download == nil else {
+            return .readyToSend(cachedCopy: nil)
+        }
         var copy: AnyAPITask.BuiltResponse?
         let task = attempt.task
         switch CacheLookupStage.lookUp(
@@ -141,6 +143,15 @@ extension APIEngine {
         var options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, bodyFile: attempt.bodyFile?.url)
+        if let download = attempt.task.download {
+            switch DownloadStage.prepare(download, request: &attempt.request) {
+            case .success(let file):
+                attempt.download = file
+                options.responseBodyFile = file
+            case .failure(let error):
+                return .failed(error)
+            }
+        }
         if attempt.task.progressStreams != nil {
             let channel = ProgressChannel(
                 engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt))
@@ -149,9 +160,10 @@ extension APIEngine {
         }
         attempt.sent = (options, clock.now)
         let request = attempt.request
-        // A streamed body (a file) has no bytes to compare: never shared.
+        // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
+        // never shared.
         if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod),
-            request.httpBodyStream == nil
+            request.httpBodyStream == nil, attempt.download == nil
         {
             return sendShared(attempt, options: options)
         }
@@ -209,10 +221,17 @@ extension APIEngine {
 
     /// The transport's answer, told to the event monitor (see ``TransportStage``).
     private func receive(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let answer = attempt.answer else { return .dropped }
+        guard var answer = attempt.answer else { return .dropped }
         attempt.answer = nil
+        if let file = attempt.download {
+            switch DownloadStage.complete(file, answer: answer) {
+            case .answer(let completed): answer = completed
+            case .startOver: return .startOver(isReplay: attempt.isReplay)
+            }
+        }
         if let progress = attempt.progress, case .success(let raw) = answer {
-            progress.finish(downloaded: Int64(raw.body.count))
+            let received = attempt.download.map { $0.isWriting ? $0.receivedBytes : Int64(raw.body.count) }
+            progress.finish(downloaded: received ?? Int64(raw.body.count))
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)

@@ -38,6 +38,8 @@ final class Attempt: @unchecked Sendable {
     /// The file its body streams from, if any; a temporary one (a large multipart form) is removed
     /// with the attempt.
     @exclusivity(unchecked) var bodyFile: BodyFile?
+    /// The file a download's body goes to; `nil` for a body in memory.
+    @exclusivity(unchecked) var download: APIResponseBodyFile?
     /// Its progress reports, for a task that asks for them; `nil` otherwise.
     @exclusivity(unchecked) var progress: ProgressChannel?
     /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.

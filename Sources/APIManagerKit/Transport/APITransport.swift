@@ -60,11 +60,17 @@ public struct APITransportOptions: Sendable, Hashable {
     /// A transport that never calls it still works: the engine gives each direction its final report
     /// when the attempt completes. Not part of the options' equality.
     public var progress: APIProgressReporter?
+    /// Where a `2xx` response's body goes instead of memory, for a download (``APIRequest/download``;
+    /// see ``APIResponseBodyFile`` for what a transport calls); `nil` otherwise. A transport that does
+    /// not support it still works: the engine writes the body it returns. Not part of the options'
+    /// equality.
+    public var responseBodyFile: APIResponseBodyFile?
 
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
-        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil
+        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
+        responseBodyFile: APIResponseBodyFile? = nil
     ) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
@@ -72,6 +78,7 @@ public struct APITransportOptions: Sendable, Hashable {
         self.cookieDate = cookieDate
         self.bodyFile = bodyFile
         self.progress = progress
+        self.responseBodyFile = responseBodyFile
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {

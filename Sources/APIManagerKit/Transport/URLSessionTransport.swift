@@ -175,6 +175,8 @@ struct Transfer {
     var body = Data()
     /// The body's announced length (for progress); `nil` when not announced.
     var expectedBytes: Int64?
+    /// Whether the body goes to the download's file (``APITransportOptions/responseBodyFile``).
+    var writesToFile = false
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
     var rejectedChallenge = false
     var timedOut = false
@@ -307,9 +309,22 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // The Linux URLSession ignores the disposition, so the task is cancelled as well.
             completionHandler(.cancel)
             tooLarge.cancel()
-        } else {
-            completionHandler(.allow)
+            return
         }
+        let file = state.withLock { $0.transfers[dataTask.taskIdentifier]?.options.responseBodyFile }
+        if let file, let http = response as? HTTPURLResponse {
+            do {
+                let writes = try file.begin(
+                    statusCode: http.statusCode, headers: ResponseHeaders(response: http).allFields())
+                state.withLock { $0.transfers[dataTask.taskIdentifier]?.writesToFile = writes }
+            } catch {
+                // The file keeps the failure; the engine reports it.
+                completionHandler(.cancel)
+                dataTask.cancel()
+                return
+            }
+        }
+        completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -321,6 +336,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             guard let index = state.transfers.index(forKey: identifier),
                 !state.transfers.values[index].bodyTooLarge
             else { return (nil, nil) }
+            if state.transfers.values[index].writesToFile {
+                // Written below, without the lock; the file counts the bytes.
+                return (nil, state.transfers.values[index].options.progress.map { ($0, -1, nil) })
+            }
             let received = state.transfers.values[index].body.count + data.count
             if let limit = state.transfers.values[index].maxBodySize, received > limit {
                 state.transfers.values[index].bodyTooLarge = true
@@ -331,8 +350,29 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             let transfer = state.transfers.values[index]
             return (nil, transfer.options.progress.map { ($0, Int64(received), transfer.expectedBytes) })
         }
+        if let file = fileOf(dataTask) {
+            do {
+                try file.write(data)
+            } catch {
+                dataTask.cancel()  // the file keeps the failure; the engine reports it
+                return
+            }
+            if let progress {
+                let expected = state.withLock { $0.transfers[dataTask.taskIdentifier]?.expectedBytes }
+                progress.report(.download, file.receivedBytes, expected)
+            }
+            return
+        }
         tooLarge?.cancel()
         if let progress { progress.report(.download, progress.bytes, progress.expected) }
+    }
+
+    /// The download file a task's body goes to, once its head said so.
+    private func fileOf(_ task: URLSessionTask) -> APIResponseBodyFile? {
+        state.withLock { state in
+            guard let transfer = state.transfers[task.taskIdentifier], transfer.writesToFile else { return nil }
+            return transfer.options.responseBodyFile
+        }
     }
 
     func urlSession(

@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The download rules (``APIDownload``): what an attempt asks for before it is sent (the rest of a
+/// partial file), and what becomes of the file when the transport answered.
+enum DownloadStage {
+    /// Checks the destination, and asks for the rest of a partial file that can be resumed (its URL
+    /// and validator match); a partial file that cannot is removed. Returns what the transport
+    /// writes into.
+    static func prepare(_ download: APIDownload, request: inout URLRequest) -> Result<APIResponseBodyFile, APIError> {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        let directory = download.destination.deletingLastPathComponent()
+        guard manager.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return .failure(.invalidRequest(reason: "the download's directory \(directory.path) does not exist"))
+        }
+        if download.ifExists == .fail, manager.fileExists(atPath: download.destination.path) {
+            return .failure(
+                .invalidRequest(reason: "the download's destination \(download.destination.lastPathComponent) exists"))
+        }
+        // Ranges count the bytes as sent: a body the transport decompressed could not be resumed.
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        }
+        var offset: Int64 = 0
+        if download.resumes, let size = try? FileSource.size(of: download.partialFile), size > 0,
+            let record = ResumeRecord.load(from: download.resumeRecord), record.url == request.url,
+            let validator = record.validator
+        {
+            offset = size
+            request.setValue("bytes=\(size)-", forHTTPHeaderField: "Range")
+            request.setValue(validator, forHTTPHeaderField: "If-Range")
+        } else {
+            discard(download)
+        }
+        return .success(APIResponseBodyFile(download: download, requestURL: request.url, resumeOffset: offset))
+    }
+
+    enum Completion {
+        /// Go on with this answer (a response whose body is in the file, or as it came).
+        case answer(Result<APIRawResponse, any Error>)
+        /// The server refused the range (`416`): the partial file is gone; send again from the start.
+        case startOver
+    }
+
+    /// The transport answered: a complete `2xx` body moves into place; a failure keeps a partial
+    /// file that can be resumed and removes any other.
+    static func complete(_ file: APIResponseBodyFile, answer: Result<APIRawResponse, any Error>) -> Completion {
+        file.close()
+        let download = file.download
+        switch answer {
+        case .success(var raw):
+            if raw.statusCode == 416, file.resumeOffset > 0 {
+                discard(download)
+                return .startOver
+            }
+            guard (200..<300).contains(raw.statusCode) else { return .answer(answer) }
+            if !file.isWriting {
+                // A transport that does not write files gave the body in memory.
+                do {
+                    if try file.begin(statusCode: raw.statusCode, headers: raw.headers) { try file.write(raw.body) }
+                } catch {
+                    file.close()
+                    discard(download)
+                    return .answer(.failure(error))
+                }
+                file.close()
+            }
+            if let failure = file.failure {
+                discard(download)
+                return .answer(.failure(failure))
+            }
+            if let error = moveIntoPlace(download) { return .answer(.failure(error)) }
+            raw.body = Data()
+            raw.fileURL = download.destination
+            return .answer(.success(raw))
+        case .failure(let error):
+            if let failure = file.failure {
+                discard(download)
+                return .answer(.failure(failure))
+            }
+            let resumable =
+                download.resumes && ResumeRecord.load(from: download.resumeRecord)?.validator != nil
+                && (try? FileSource.size(of: download.partialFile)).map { $0 > 0 } == true
+            if !resumable { discard(download) }
+            return .answer(.failure(error))
+        }
+    }
+
+    /// Moves the complete partial file to the destination in one step (`rename`), replacing it or
+    /// not as the download says; `nil` when done.
+    private static func moveIntoPlace(_ download: APIDownload) -> APIError? {
+        if download.ifExists == .fail, FileManager.default.fileExists(atPath: download.destination.path) {
+            discard(download)
+            return .invalidRequest(
+                reason: "the download's destination \(download.destination.lastPathComponent) exists")
+        }
+        guard rename(download.partialFile.path, download.destination.path) == 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            discard(download)
+            return .transport(underlying: error)
+        }
+        try? FileManager.default.removeItem(at: download.resumeRecord)
+        return nil
+    }
+
+    /// Removes the partial file and its record.
+    static func discard(_ download: APIDownload) {
+        try? FileManager.default.removeItem(at: download.partialFile)
+        try? FileManager.default.removeItem(at: download.resumeRecord)
+    }
+}

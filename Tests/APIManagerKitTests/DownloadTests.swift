@@ -1,0 +1,240 @@
+// Downloads to a file (issue 21, item 4): written to a partial file, moved into place, resumed with
+// Range and If-Range, started over when the server says so; on the mock transport and a virtual clock.
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Downloads to a file", .timeLimit(.minutes(1)))
+struct DownloadTests {
+    struct FileRequest: APIRequest {
+        var url = testBaseURL
+        var path = "/report.bin"
+        var download: APIDownload?
+        var retryPolicy: APIRetryPolicy?
+        var concurrencyScope: String?
+        var sharing: APIRequestSharing = .never
+    }
+
+    final class Files: APIManager {
+        typealias Request = FileRequest
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    static let full = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+
+    let directory = ScratchDirectory()
+    var destination: URL { directory.url.appendingPathComponent("report.bin") }
+
+    private func make(handler: @escaping @Sendable (URLRequest) -> MockTransport.Reply) -> (
+        TestClock, MockTransport, Files
+    ) {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/report.bin", handler: handler)
+        return (
+            clock, transport,
+            Files(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        )
+    }
+
+    /// The whole file, cut after `cut` bytes unless nil, with a strong ETag unless `etag` is nil.
+    static func whole(etag: String? = "\"v1\"", cut: Int? = nil) -> MockTransport.Reply {
+        var headers = ["Content-Length": "1000"]
+        headers["ETag"] = etag
+        let reply = MockTransport.Reply.status(200, headers: headers, body: full).inChunks(4, every: 1)
+        return cut.map { reply.cut(after: $0) } ?? reply
+    }
+
+    /// The rest from `offset`, as a 206.
+    static func rest(from offset: Int) -> MockTransport.Reply {
+        .status(
+            206,
+            headers: [
+                "Content-Range": "bytes \(offset)-999/1000", "ETag": "\"v1\"", "Content-Length": "\(1000 - offset)",
+            ],
+            body: full.subdata(in: offset..<1000))
+    }
+
+    private var leftovers: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.url.path)) ?? []).filter { $0.hasPrefix(".") }
+    }
+
+    @Test(arguments: [nil, "files"] as [String?])
+    func theBodyGoesToTheDestinationAndTheResponseNamesIt(scope: String?) throws {
+        let (clock, transport, files) = make { _ in .status(200, body: Self.full) }
+        let task = files.send(FileRequest(download: APIDownload(to: destination), concurrencyScope: scope))
+        clock.advance(by: 1)
+        #expect(task.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == Self.full)
+        #expect(leftovers.isEmpty, "no partial file or record left")
+        #expect(transport.records.first?.request.value(forHTTPHeaderField: "Accept-Encoding") == "identity")
+        #expect(transport.records.first?.request.value(forHTTPHeaderField: "Range") == nil)
+    }
+
+    @Test func theTypedResponseGetsTheFileURLAndAnEmptyBody() async throws {
+        let (_, _, files) = make { _ in .status(200, headers: ["X-Total": "1000"], body: Self.full) }
+        let response = try await files.response(for: FileRequest(download: APIDownload(to: destination)))
+        #expect(response.fileURL == destination)
+        #expect(response.body.isEmpty)
+        #expect(response.value(forHeader: "x-total") == "1000")
+    }
+
+    @Test func anExistingDestinationFailsUnlessItIsToBeReplaced() throws {
+        try Data("old".utf8).write(to: destination)
+        let (_, transport, files) = make { _ in .status(200, body: Self.full) }
+        let refused = files.send(FileRequest(download: APIDownload(to: destination)))
+        #expect(refused.state.name == "invalidRequest")
+        #expect(transport.records.isEmpty, "nothing is sent")
+        let replacing = files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace)))
+        #expect(replacing.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == Self.full)
+    }
+
+    @Test func aMissingDirectoryFailsBeforeAnythingIsSent() {
+        let (_, transport, files) = make { _ in .status(200, body: Self.full) }
+        let task = files.send(
+            FileRequest(download: APIDownload(to: directory.url.appendingPathComponent("nowhere/report.bin"))))
+        #expect(task.state.name == "invalidRequest")
+        #expect(transport.records.isEmpty)
+    }
+
+    @Test(arguments: [nil, "files"] as [String?])
+    func aRetryResumesWithRangeAndIfRange(scope: String?) throws {
+        let (clock, transport, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil ? Self.whole(cut: 500) : Self.rest(from: 500)
+        }
+        let task = files.send(
+            FileRequest(
+                download: APIDownload(to: destination),
+                retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none), concurrencyScope: scope))
+        clock.advance(by: 10)
+        #expect(task.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == Self.full)
+        let second = try #require(transport.records.last?.request)
+        #expect(second.value(forHTTPHeaderField: "Range") == "bytes=500-")
+        #expect(second.value(forHTTPHeaderField: "If-Range") == "\"v1\"")
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func aLaterRequestResumesWhatAnEarlierOneLeft() throws {
+        let (clock, transport, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil ? Self.whole(cut: 250) : Self.rest(from: 250)
+        }
+        let first = files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 10)
+        #expect(first.state.name.hasPrefix("transport"))
+        #expect(FileManager.default.fileExists(atPath: APIDownload(to: destination).partialFile.path), "kept")
+        let second = files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 1)
+        #expect(second.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == Self.full)
+        #expect(transport.records.last?.request.value(forHTTPHeaderField: "Range") == "bytes=250-")
+    }
+
+    @Test func aWholeAnswerToARangeStartsOver() throws {
+        let changed = Data(repeating: 9, count: 700)
+        let (clock, _, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil
+                ? Self.whole(cut: 500) : .status(200, headers: ["ETag": "\"v2\""], body: changed)
+        }
+        let task = files.send(
+            FileRequest(
+                download: APIDownload(to: destination),
+                retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)))
+        clock.advance(by: 10)
+        #expect(task.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == changed, "the new file, not the old part plus the new one")
+    }
+
+    @Test func aRefusedRangeDropsThePartFileAndStartsOverAtOnce() throws {
+        try Data(count: 300).write(to: APIDownload(to: destination).partialFile)
+        try ResumeRecord(url: URL(string: "https://api.test/report.bin"), validator: "\"v0\"")
+            .save(to: APIDownload(to: destination).resumeRecord)
+        let (clock, transport, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil ? .status(200, body: Self.full) : .status(416)
+        }
+        let task = files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 1)
+        #expect(task.state.name == "finished")
+        #expect(transport.records.map { $0.request.value(forHTTPHeaderField: "Range") ?? "-" } == ["bytes=300-", "-"])
+        #expect(try Data(contentsOf: destination) == Self.full)
+    }
+
+    @Test func withoutAValidatorAFailedDownloadLeavesNothing() {
+        let (clock, transport, files) = make { _ in Self.whole(etag: nil, cut: 500) }
+        files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 10)
+        #expect(leftovers.isEmpty, "cannot be resumed: removed")
+        files.send(FileRequest(download: APIDownload(to: destination)))
+        #expect(transport.records.last?.request.value(forHTTPHeaderField: "Range") == nil)
+    }
+
+    @Test func aCancelledDownloadKeepsItsPartUnlessItMayNotResume() {
+        let (clock, _, files) = make { _ in Self.whole() }
+        let resumable = files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 1.5)
+        resumable.cancel()
+        #expect((try? FileSource.size(of: APIDownload(to: destination).partialFile)) == 500)
+        let other = directory.url.appendingPathComponent("other.bin")
+        let once = files.send(FileRequest(download: APIDownload(to: other, resumes: false)))
+        clock.advance(by: 1.5)
+        once.cancel()
+        #expect(!FileManager.default.fileExists(atPath: APIDownload(to: other).partialFile.path))
+    }
+
+    @Test func aDownloadPastItsSizeLimitFailsAndLeavesNothing() {
+        let (clock, _, files) = make { _ in Self.whole() }
+        let task = files.send(FileRequest(download: APIDownload(to: destination, maxSize: 600)))
+        clock.advance(by: 10)
+        #expect(task.state.name == "responseTooLarge(600)")
+        #expect(leftovers.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
+
+    @Test func aRangeFromAnotherOffsetFailsAndDropsThePart() {
+        let (clock, _, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil ? Self.whole(cut: 500) : Self.rest(from: 400)
+        }
+        let task = files.send(
+            FileRequest(
+                download: APIDownload(to: destination),
+                retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)))
+        clock.advance(by: 10)
+        #expect(task.state.name == "invalidRequest")
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func anErrorStatusIsAnOrdinaryFailureAndWritesNoFile() {
+        let (clock, _, files) = make { _ in .json(#"{"message":"gone"}"#, status: 404) }
+        let task = files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 1)
+        #expect(task.state.name == "status(404)")
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
+
+    @Test func downloadsAreNeverShared() {
+        let (clock, transport, files) = make { _ in .status(200, body: Self.full).after(1) }
+        files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace), sharing: .always))
+        files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace), sharing: .always))
+        #expect(transport.records.count == 2)
+        clock.advance(by: 1)
+    }
+
+    @Test func contentRangesAreReadStrictly() {
+        #expect(APIResponseBodyFile.contentRangeStart("bytes 500-999/1000") == 500)
+        #expect(APIResponseBodyFile.contentRangeStart(" bytes 0-0/*") == 0)
+        #expect(APIResponseBodyFile.contentRangeStart("items 5-9/10") == nil)
+        #expect(APIResponseBodyFile.contentRangeStart("bytes */1000") == nil)
+        #expect(
+            APIResponseBodyFile.validator(etag: "W/\"weak\"", lastModified: nil) == nil, "a weak ETag cannot resume")
+        #expect(APIResponseBodyFile.validator(etag: "W/\"weak\"", lastModified: "Tue, 24 Nov 2026 08:00:00 GMT") != nil)
+    }
+}
