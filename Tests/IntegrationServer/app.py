@@ -15,6 +15,17 @@ _lock = threading.Lock()
 _retry_counts = {}
 _track_log = []
 _truncated_counts = {}
+# Per realm: the Range header of each request to /fixture/file (or "-"), and whether its cut was made.
+_file_log = {}
+_file_cut_done = set()
+
+
+def _pattern(start, count):
+    """`count` bytes of the repeating pattern i % 251, from offset `start`."""
+    base = bytes(i % 251 for i in range(251))
+    first = start % 251
+    block = (base[first:] + base[:first]) * (count // 251 + 2)
+    return block[:count]
 # Per realm (a name the client picks, so runs do not meet): issued access tokens and their expiry,
 # valid refresh tokens, and how many tokens were issued.
 _realms = {}
@@ -206,6 +217,63 @@ def fixture(environ, start_response):
             links.insert(0, '<%s>; rel="next"' % (target % (page + 1)))
         return _json(start_response, "200 OK", {"page": page, "items": [page * 10, page * 10 + 1]},
                      [("Link", ", ".join(links))])
+
+    if route == "file":
+        # A file of `arg` bytes (the pattern i % 251) with a strong ETag, honouring Range and If-Range
+        # as nginx does. With ?realm=R&cut=N the first request of realm R is cut after N bytes (the
+        # connection drops); /fixture/file-log/R lists the Range headers realm R sent.
+        size = min(int(arg or "0"), 512 * 1024 * 1024)
+        etag = '"file-%d"' % size
+        realm = query.get("realm", "")
+        byte_range = environ.get("HTTP_RANGE")
+        if_range = environ.get("HTTP_IF_RANGE")
+        with _lock:
+            _file_log.setdefault(realm, []).append(byte_range or "-")
+        start = 0
+        status = "200 OK"
+        headers = [("Content-Type", "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes")]
+        if byte_range and byte_range.startswith("bytes=") and (if_range is None or if_range == etag):
+            start = int(byte_range[6:].split("-")[0] or "0")
+            if start >= size:
+                start_response("416 Range Not Satisfiable", [("Content-Range", "bytes */%d" % size),
+                                                            ("Content-Length", "0")])
+                return [b""]
+            status = "206 Partial Content"
+            headers.append(("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size)))
+        headers.append(("Content-Length", str(size - start)))
+        cut = None
+        if realm and "cut" in query:
+            with _lock:
+                if realm not in _file_cut_done:
+                    _file_cut_done.add(realm)
+                    cut = int(query["cut"])
+        start_response(status, headers)
+
+        def body():
+            position, sent = start, 0
+            while position < size:
+                count = min(1 << 20, size - position)
+                if cut is not None and sent + count > cut:
+                    yield _pattern(position, cut - sent)
+                    raise ConnectionAbortedError("cut on purpose")  # gunicorn drops the connection
+                yield _pattern(position, count)
+                position += count
+                sent += count
+        return body()
+
+    if route == "file-log":
+        with _lock:
+            return _json(start_response, "200 OK", {"ranges": _file_log.get(arg, [])})
+
+    if route == "file-digest":
+        size = min(int(arg or "0"), 512 * 1024 * 1024)
+        digest = hashlib.sha256()
+        position = 0
+        while position < size:
+            count = min(1 << 20, size - position)
+            digest.update(_pattern(position, count))
+            position += count
+        return _json(start_response, "200 OK", {"bytes": size, "sha256": digest.hexdigest()})
 
     if route == "upload-digest":
         # The size and SHA-256 of the raw body, read in chunks (uploads of hundreds of MiB).

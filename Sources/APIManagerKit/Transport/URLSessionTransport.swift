@@ -293,7 +293,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
         let tooLarge: URLSessionTask? = state.withLock { state in
             let identifier = dataTask.taskIdentifier
-            guard let limit = state.transfers[identifier].map(\.maxBodySize) else { return nil }
+            guard let transfer = state.transfers[identifier] else { return nil }
+            let limit = transfer.maxBodySize
+            // A download's 2xx body goes to its file: the in-memory limit does not apply.
+            if transfer.options.responseBodyFile != nil, (200..<300).contains(status) { return nil }
             if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
                 state.transfers[identifier]?.bodyTooLarge = true
                 return dataTask

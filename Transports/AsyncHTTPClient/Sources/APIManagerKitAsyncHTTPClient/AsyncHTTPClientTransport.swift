@@ -162,7 +162,8 @@ final class Exchange: APICancellable, Sendable {
         let collector = BodyCollector(
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
-            uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile))
+            uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile),
+            file: options.responseBodyFile)
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.cancelled else { return false }
@@ -330,8 +331,16 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     private var uploaded: Int64 = 0
     /// The body's announced length for download progress: `nil` when compressed or not announced.
     private var expectedDownload: Int64?
+    /// Where a download's body goes (``APITransportOptions/responseBodyFile``), once the head said
+    /// it is one for the file; written on NIO's thread pool, the next part read when it is written.
+    private let file: APIResponseBodyFile?
+    private var writesToFile = false
 
-    init(url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil) {
+    init(
+        url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil,
+        file: APIResponseBodyFile? = nil
+    ) {
+        self.file = file
         self.url = url
         self.limit = limit
         self.isHead = isHead
@@ -362,6 +371,16 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
                 expectedDownload = Int64(announcedLength)
             }
         }
+        if let file {
+            do {
+                var headers: [String: String] = [:]
+                for (name, value) in head.headers { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
+                writesToFile = try file.begin(statusCode: Int(head.status.code), headers: headers)
+            } catch {
+                return task.eventLoop.makeFailedFuture(error)
+            }
+            if writesToFile { return task.eventLoop.makeSucceededVoidFuture() }
+        }
         // A length already past the limit stops the transfer before the body, as on
         // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
         if let limit,
@@ -374,6 +393,16 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
+        if writesToFile, let file {
+            // Off the event loop; the next part is read once this one is written (backpressure).
+            let data = Data(buffer: part, byteTransferStrategy: .noCopy)
+            let progress = self.progress
+            let expected = expectedDownload
+            return NIOThreadPool.singleton.runIfActive(eventLoop: task.eventLoop) {
+                try file.write(data)
+                progress?(.download, file.receivedBytes, expected)
+            }
+        }
         var part = part
         if body == nil {
             // A body in one part is kept as it is; one announced as longer gets a buffer of its

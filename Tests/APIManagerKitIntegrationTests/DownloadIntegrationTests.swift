@@ -1,0 +1,97 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Downloads to a file against the real server (issue 21, item 4): a file route that honours Range
+/// and If-Range as nginx does, and drops the connection half-way when asked.
+@Suite("Integration: downloads", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(3)))
+struct DownloadIntegrationTests {
+    struct FileRequest: APIRequest {
+        var url = Server.url
+        var path: String
+        var parameters: APIParameters = .none
+        var download: APIDownload?
+        var retryPolicy: APIRetryPolicy?
+        var reportsProgress: Bool { true }
+    }
+
+    final class Files: APIManager, @unchecked Sendable {
+        typealias Request = FileRequest
+        typealias Response = APIRawResponse
+        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+    }
+
+    struct Digest: APIResponse, Decodable {
+        let bytes: Int
+        let sha256: String
+    }
+
+    struct RangeLog: APIResponse, Decodable {
+        let ranges: [String]
+    }
+
+    private static func scratch() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("DownloadIntegrationTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    private static func expectedDigest(_ size: Int) async throws -> String {
+        try await Client<Digest>().response(for: HTTPRequest("fixture/file-digest/\(size)")).sha256
+    }
+
+    @Test func aLargeFileIsDownloadedToItsDestination() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("big.bin")
+        let size = 128 << 20
+        let response = try await Files().response(
+            for: FileRequest(path: "fixture/file/\(size)", download: APIDownload(to: destination)))
+        #expect(response.fileURL == destination)
+        #expect(response.body.isEmpty)
+        #expect(try sha256Hex(ofFile: destination) == (try await Self.expectedDigest(size)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["big.bin"])
+    }
+
+    @Test func aDownloadCutHalfWayResumesOnItsRetry() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("cut.bin")
+        let size = 16 << 20
+        let realm = UUID().uuidString
+        let response = try await Files().response(
+            for: FileRequest(
+                path: "fixture/file/\(size)", parameters: .query(["realm": .string(realm), "cut": .int(5 << 20)]),
+                download: APIDownload(to: destination),
+                retryPolicy: APIRetryPolicy(maxAttempts: 3, baseDelay: 0.05, jitter: .none)))
+        #expect(response.statusCode == 206)
+        #expect(try sha256Hex(ofFile: destination) == (try await Self.expectedDigest(size)))
+        let log = try await Client<RangeLog>().response(for: HTTPRequest("fixture/file-log/\(realm)"))
+        #expect(log.ranges.count == 2)
+        #expect(log.ranges.first == "-")
+        let resumedAt = Int(log.ranges.last?.dropFirst("bytes=".count).dropLast() ?? "") ?? 0
+        #expect(resumedAt > 0 && resumedAt <= 5 << 20, "resumed from what was on disk: \(log.ranges)")
+    }
+
+    @Test func aChangedFileStartsOverInsteadOfResuming() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("changed.bin")
+        let size = 1 << 20
+        let download = APIDownload(to: destination)
+        // A part of an older version, with its validator.
+        try Data(repeating: 0xEE, count: 1000).write(to: download.partialFile)
+        let record = #"{"url":"\#(Server.url.absoluteString)/fixture/file/\#(size)","validator":"\"old\""}"#
+        try Data(record.utf8).write(
+            to: download.partialFile.deletingLastPathComponent()
+                .appendingPathComponent(".changed.bin.apidownload-resume"))
+        let response = try await Files().response(for: FileRequest(path: "fixture/file/\(size)", download: download))
+        #expect(response.statusCode == 200, "If-Range did not match: the whole file")
+        #expect(try sha256Hex(ofFile: destination) == (try await Self.expectedDigest(size)))
+    }
+}
