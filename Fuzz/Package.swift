@@ -9,6 +9,7 @@ let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
     "FuzzLenientMapping", "FuzzSetCookie", "FuzzMultipart",
+    "FuzzServerSentEvents", "FuzzJSONLines",
 ]
 
 let package = Package(

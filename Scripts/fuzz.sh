@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 all=(FuzzRetryAfter FuzzServerMessage FuzzKeyPathDecoding FuzzCacheFile FuzzQueryEncoding FuzzPathTemplate FuzzCredentialStore
-    FuzzLinkHeader FuzzLenientMapping FuzzSetCookie FuzzMultipart)
+    FuzzLinkHeader FuzzLenientMapping FuzzSetCookie FuzzMultipart
+    FuzzServerSentEvents FuzzJSONLines)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all[@]}"); fi
 
 # Each target is a static library defining LLVMFuzzerTestOneInput, built (with the library it
