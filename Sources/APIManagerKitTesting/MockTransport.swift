@@ -396,6 +396,20 @@ public final class MockTransport: APITransport, @unchecked Sendable {
                     }
                 }
                 options.progress?(direction, bytes, expected)
+                if direction == .download, written >= 0, let stream = options.responseBodyStream, let response {
+                    if written == 0, !stream.begin(statusCode: response.statusCode, headers: response.headers) {
+                        // Not a body for the stream: it arrives whole at the end.
+                        self.play(rest, number: number, options: options, response: response, written: -1)
+                        return
+                    }
+                    let next = Int(bytes)
+                    let chunk = response.body.subdata(in: written..<next)
+                    let goOn = stream.write(chunk) { [weak self] in
+                        self?.play(rest, number: number, options: options, response: response, written: next)
+                    }
+                    if goOn { self.play(rest, number: number, options: options, response: response, written: next) }
+                    return
+                }
                 self.play(rest, number: number, options: options, response: response, written: written)
             case .end(_, let result):
                 self.finish(number: number, with: result)

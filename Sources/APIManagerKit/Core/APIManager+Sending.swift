@@ -96,7 +96,9 @@ extension APIManager {
         return try outcome.get()
     }
 
-    private func makeTask(for request: Request, credentialOrigins: [Origin]? = nil) -> ManagedTask<Self> {
-        ManagedTask(manager: self, request: request, credentialOrigins: credentialOrigins)
+    func makeTask(
+        for request: Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil
+    ) -> ManagedTask<Self> {
+        ManagedTask(manager: self, request: request, credentialOrigins: credentialOrigins, bodyStream: bodyStream)
     }
 }

@@ -128,6 +128,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let progressStreams: ProgressStreams?
     /// The request's ``APIRequest/download``, read when it is sent.
     let download: APIDownload?
+    /// Where the body goes as it arrives, for a task sent by ``APIManager/bytes(for:)`` and its
+    /// siblings; `nil` for the others.
+    let bodyStream: StreamBuffer?
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -138,9 +141,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         sharing: APIRequestSharing = .never, group: APIConcurrencyGroup? = nil, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
-        reportsProgress: Bool = false, download: APIDownload? = nil, lock: Lock? = nil
+        reportsProgress: Bool = false, download: APIDownload? = nil, bodyStream: StreamBuffer? = nil,
+        lock: Lock? = nil
     ) {
         self.identifier = identifier
+        self.bodyStream = bodyStream
         self.download = download
         self.progressStreams = reportsProgress ? ProgressStreams() : nil
         self.credentialOrigins = credentialOrigins
@@ -266,7 +271,9 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     /// The request this task sends.
     public let request: Request
 
-    init(request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil) {
+    init(
+        request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil
+    ) {
         self.request = request
         // Settings only some policies use are read only for them.
         let policy = request.concurrencyPolicy
@@ -293,7 +300,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             maxResponseBodySize: request.maxResponseBodySize, engine: engine,
             idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) },
             credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
-            download: request.download)
+            download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream)
     }
 }
 

@@ -147,13 +147,13 @@ extension APIEngine {
         fail(
             attempt.task, attempt: attempt.number, with: error, sent: attempt.sent != nil, monitor: attempt.monitor,
             origin: resilienceOrigin(of: attempt), request: attempt.request, sensitiveHeaders: attempt.sensitiveHeaders,
-            requestedRetry: requestedRetry, flightKey: attempt.flightKey)
+            requestedRetry: requestedRetry, flightKey: attempt.flightKey, mayRetry: attempt.mayRetry)
     }
 
     private func fail(
         _ task: AnyAPITask, attempt: Int, with error: APIError, sent: Bool, monitor: (@Sendable (APIEvent) -> Void)?,
         origin: String? = nil, request: URLRequest? = nil, sensitiveHeaders: Set<String> = [],
-        requestedRetry: TimeInterval? = nil, flightKey: SharedFlights.Key? = nil
+        requestedRetry: TimeInterval? = nil, flightKey: SharedFlights.Key? = nil, mayRetry: Bool = true
     ) {
         if !sent, let monitor {
             monitor(
@@ -162,7 +162,9 @@ extension APIEngine {
                     duration: nil, sensitiveHeaders: []))
         }
         var retryDelay: TimeInterval?
-        if let requestedRetry {
+        if !mayRetry {
+            retryDelay = nil
+        } else if let requestedRetry {
             retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
         } else if Self.mayRetry(error), isCurrent(task, attempt: attempt),
             let delay = task.retryDelay(afterAttempt: attempt, error: error), delay.isFinite

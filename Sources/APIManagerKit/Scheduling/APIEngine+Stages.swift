@@ -108,7 +108,9 @@ extension APIEngine {
     /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
     private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
         // A streamed body (a file) has no bytes for a key, and a download goes to a file: never cached.
-        guard let cache, attempt.request.httpBodyStream == nil, attempt.task.download == nil else {
+        guard let cache, attempt.request.httpBodyStream == nil, attempt.task.download == nil,
+            attempt.task.bodyStream == nil
+        else {
             return .readyToSend(cachedCopy: nil)
         }
         var copy: AnyAPITask.BuiltResponse?
@@ -152,6 +154,11 @@ extension APIEngine {
                 return .failed(error)
             }
         }
+        if let buffer = attempt.task.bodyStream {
+            let stream = APIResponseBodyStream(buffer: buffer)
+            attempt.stream = stream
+            options.responseBodyStream = stream
+        }
         if attempt.task.progressStreams != nil {
             let channel = ProgressChannel(
                 engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt))
@@ -163,7 +170,7 @@ extension APIEngine {
         // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
         // never shared.
         if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod),
-            request.httpBodyStream == nil, attempt.download == nil
+            request.httpBodyStream == nil, attempt.download == nil, attempt.stream == nil
         {
             return sendShared(attempt, options: options)
         }
@@ -227,6 +234,21 @@ extension APIEngine {
             switch DownloadStage.complete(file, answer: answer) {
             case .answer(let completed): answer = completed
             case .startOver: return .startOver(isReplay: attempt.isReplay)
+            }
+        }
+        if let stream = attempt.stream {
+            switch answer {
+            case .success(var raw) where (200..<300).contains(raw.statusCode):
+                // A transport that does not stream gave the body whole.
+                if !stream.isStreaming { _ = stream.buffer.push(raw.body) {} }
+                stream.buffer.finish(.success(()))
+                raw.body = Data()
+                answer = .success(raw)
+            case .failure where stream.buffer.pushedBytes > 0:
+                // Part of the body reached the consumer: another attempt would repeat it.
+                attempt.mayRetry = false
+            case .success, .failure:
+                break
             }
         }
         if let progress = attempt.progress, case .success(let raw) = answer {

@@ -38,6 +38,10 @@ final class Attempt: @unchecked Sendable {
     /// The file its body streams from, if any; a temporary one (a large multipart form) is removed
     /// with the attempt.
     @exclusivity(unchecked) var bodyFile: BodyFile?
+    /// Whether a failure may be retried: not once part of a streamed body reached its consumer.
+    @exclusivity(unchecked) var mayRetry = true
+    /// Where a streamed body goes; `nil` for a body in memory.
+    @exclusivity(unchecked) var stream: APIResponseBodyStream?
     /// The file a download's body goes to; `nil` for a body in memory.
     @exclusivity(unchecked) var download: APIResponseBodyFile?
     /// Its progress reports, for a task that asks for them; `nil` otherwise.

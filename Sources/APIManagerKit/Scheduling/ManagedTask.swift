@@ -20,9 +20,12 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case ended(Result<Manager.Response, APIError>, APIResponseSource?, APIRawResponse?)
     }
 
-    init(manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil) {
+    init(
+        manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil
+    ) {
         self.manager = manager
-        super.init(request: request, engine: manager.engine, credentialOrigins: credentialOrigins)
+        super.init(
+            request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream)
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {
@@ -67,6 +70,13 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             case .progress(let progress): progressStreams.yield(progress)
             case .finished, .failed: progressStreams.finish()
             case .waiting, .started, .willRetry, .cachedResponse: break
+            }
+        }
+        if let bodyStream {
+            switch event {
+            case .finished: bodyStream.finish(.success(()))
+            case .failed(let error): bodyStream.finish(.failure(error))
+            case .waiting, .started, .progress, .willRetry, .cachedResponse: break
             }
         }
         guard let manager else { return }

@@ -65,12 +65,17 @@ public struct APITransportOptions: Sendable, Hashable {
     /// not support it still works: the engine writes the body it returns. Not part of the options'
     /// equality.
     public var responseBodyFile: APIResponseBodyFile?
+    /// Where a `2xx` response's body goes as it arrives, for a streamed request
+    /// (``APIManager/bytes(for:)``; see ``APIResponseBodyStream``); `nil` otherwise. A transport that
+    /// does not support it still works: the engine hands the consumer the body it returns, whole. Not
+    /// part of the options' equality.
+    public var responseBodyStream: APIResponseBodyStream?
 
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
         cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
-        responseBodyFile: APIResponseBodyFile? = nil
+        responseBodyFile: APIResponseBodyFile? = nil, responseBodyStream: APIResponseBodyStream? = nil
     ) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
@@ -79,6 +84,7 @@ public struct APITransportOptions: Sendable, Hashable {
         self.bodyFile = bodyFile
         self.progress = progress
         self.responseBodyFile = responseBodyFile
+        self.responseBodyStream = responseBodyStream
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {

@@ -1,0 +1,194 @@
+import Foundation
+
+/// What a transport writes a streamed response's body into (``APITransportOptions/responseBodyStream``),
+/// for a request sent with ``APIManager/bytes(for:)`` and its siblings: it calls
+/// ``begin(statusCode:headers:)`` when the head arrives, then ``write(_:whenReady:)`` for each part of
+/// a body it was told to stream (a `2xx` one), and keeps any other response's body in memory as
+/// usual. It may call these from any thread, one at a time.
+///
+/// **Backpressure.** ``write(_:whenReady:)`` returns `false` once the consumer is more than
+/// ``highWater`` bytes behind: the transport then reads no more until `whenReady` is called (when
+/// the consumer has caught up to ``lowWater``), so a slow consumer never makes memory grow without
+/// bound.
+public final class APIResponseBodyStream: Sendable {
+    /// The most bytes held for the consumer before the transport is asked to wait: 4 MiB.
+    public static let highWater = 4 << 20
+    /// The bytes held at which a waiting transport goes on: 1 MiB.
+    public static let lowWater = 1 << 20
+
+    let buffer: StreamBuffer
+    private let streaming = LockedState(false)
+
+    init(buffer: StreamBuffer) {
+        self.buffer = buffer
+    }
+
+    /// The head arrived. Returns whether the body is streamed (a `2xx`); any other status: `false`,
+    /// keep the body in memory.
+    public func begin(statusCode: Int, headers: [String: String]) -> Bool {
+        let streams = (200..<300).contains(statusCode)
+        streaming.withLock { $0 = streams }
+        return streams
+    }
+
+    /// Hands a part of the body to the consumer. Returns `true` to go on reading; `false` to wait
+    /// until `whenReady` is called.
+    public func write(_ data: Data, whenReady: @escaping @Sendable () -> Void) -> Bool {
+        buffer.push(data, whenReady: whenReady)
+    }
+
+    /// Whether the body went to the consumer.
+    var isStreaming: Bool { streaming.withLock { $0 } }
+}
+
+/// The body parts between a transport and the consumer of ``APIByteStream``: bounded (see
+/// ``APIResponseBodyStream``), ended by the task's end.
+final class StreamBuffer: Sendable {
+    private struct State {
+        var chunks: [Data] = []
+        var head = 0
+        var bytes = 0
+        var pushed = 0
+        var waiter: CheckedContinuation<Data?, any Error>?
+        var whenReady: (@Sendable () -> Void)?
+        var end: Result<Void, APIError>?
+    }
+
+    private let state = LockedState(State())
+
+    /// Adds a part; `false` when the consumer is too far behind (`whenReady` is kept and called
+    /// once it has caught up, or when the stream ends).
+    func push(_ data: Data, whenReady: @escaping @Sendable () -> Void) -> Bool {
+        guard !data.isEmpty else { return true }
+        let (waiter, goOn) = state.withLock { state -> (CheckedContinuation<Data?, any Error>?, Bool) in
+            guard state.end == nil else { return (nil, true) }
+            state.pushed += data.count
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return (waiter, true)
+            }
+            state.chunks.append(data)
+            state.bytes += data.count
+            guard state.bytes > APIResponseBodyStream.highWater else { return (nil, true) }
+            state.whenReady = whenReady
+            return (nil, false)
+        }
+        waiter?.resume(returning: data)
+        return goOn
+    }
+
+    /// The bytes pushed so far (retries are refused once any went to the consumer).
+    var pushedBytes: Int { state.withLock { $0.pushed } }
+
+    /// The stream ends: with the task's end, or when the body is complete.
+    func finish(_ result: Result<Void, APIError>) {
+        let (waiter, whenReady, hasChunks) = state.withLock {
+            state -> (CheckedContinuation<Data?, any Error>?, (@Sendable () -> Void)?, Bool) in
+            guard state.end == nil else { return (nil, nil, true) }
+            state.end = result
+            defer {
+                state.waiter = nil
+                state.whenReady = nil
+            }
+            return (state.waiter, state.whenReady, state.head < state.chunks.count)
+        }
+        whenReady?()
+        guard let waiter, !hasChunks else { return }
+        switch result {
+        case .success: waiter.resume(returning: nil)
+        case .failure(let error): waiter.resume(throwing: error)
+        }
+    }
+
+    /// The next part; `nil` at the end. Throws the task's error.
+    func next() async throws -> Data? {
+        try await withCheckedThrowingContinuation { continuation in
+            let (answer, whenReady) = state.withLock { state -> (Result<Data?, any Error>?, (@Sendable () -> Void)?) in
+                if state.head < state.chunks.count {
+                    let chunk = state.chunks[state.head]
+                    state.head += 1
+                    state.bytes -= chunk.count
+                    if state.head > 64, state.head * 2 > state.chunks.count {
+                        state.chunks.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    var ready: (@Sendable () -> Void)?
+                    if state.bytes <= APIResponseBodyStream.lowWater {
+                        ready = state.whenReady
+                        state.whenReady = nil
+                    }
+                    return (.success(chunk), ready)
+                }
+                switch state.end {
+                case .success?: return (.success(nil), nil)
+                case .failure(let error)?: return (.failure(error), nil)
+                case nil:
+                    state.waiter = continuation
+                    return (nil, nil)
+                }
+            }
+            whenReady?()
+            if let answer { continuation.resume(with: answer) }
+        }
+    }
+
+    /// The bytes held for the consumer (tests).
+    var heldBytes: Int { state.withLock { $0.bytes } }
+}
+
+/// A response body as it arrives: an async sequence of its parts (``APIManager/bytes(for:)``).
+///
+/// It ends when the body is complete, and throws the task's ``APIError`` if the task fails
+/// (before or during the body). Ending the iteration early (a `break`, a thrown error, a cancelled
+/// Swift task) cancels the API task. Iterate it once.
+public struct APIByteStream: AsyncSequence, Sendable {
+    public typealias Element = Data
+
+    /// The task that sends the request.
+    public let task: AnyAPITask
+    let buffer: StreamBuffer
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(consumer: Consumer(task: task, buffer: buffer))
+    }
+
+    /// Reads the parts in order.
+    public struct Iterator: AsyncIteratorProtocol {
+        let consumer: Consumer
+
+        public mutating func next() async throws -> Data? {
+            try await consumer.next()
+        }
+    }
+
+    /// Cancels the task when the iteration is abandoned before the end.
+    final class Consumer: Sendable {
+        let task: AnyAPITask
+        let buffer: StreamBuffer
+        private let ended = LockedState(false)
+
+        init(task: AnyAPITask, buffer: StreamBuffer) {
+            self.task = task
+            self.buffer = buffer
+        }
+
+        func next() async throws -> Data? {
+            do {
+                let chunk = try await withTaskCancellationHandler {
+                    try await buffer.next()
+                } onCancel: { [task] in
+                    task.cancel(reason: .concurrency)
+                }
+                if chunk == nil { ended.withLock { $0 = true } }
+                return chunk
+            } catch {
+                ended.withLock { $0 = true }
+                throw error
+            }
+        }
+
+        deinit {
+            if !ended.withLock({ $0 }) { task.cancel(reason: .concurrency) }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+// Streamed responses (issue 21, item 6): bytes as they arrive with backpressure, server-sent events
+// and JSON Lines, on the mock transport's staged replies and a virtual clock.
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Streamed responses", .timeLimit(.minutes(1)))
+struct StreamingTests {
+    struct FeedRequest: APIRequest {
+        var url = testBaseURL
+        var path = "/feed"
+        var retryPolicy: APIRetryPolicy?
+        var concurrencyScope: String?
+        var concurrencyPolicy: APIConcurrencyPolicy = .default
+    }
+
+    final class Feed: APIManager {
+        typealias Request = FeedRequest
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    private func make(
+        _ replies: MockTransport.Reply..., transport: (any APITransport)? = nil
+    ) -> (TestClock, MockTransport, Feed, EventRecorder) {
+        let clock = TestClock()
+        let mock = MockTransport(clock: clock)
+        mock.stub(nil, "/feed", replies: replies)
+        let feed = Feed(
+            engine: APIEngine(transport: transport ?? mock, clock: clock, delivery: .immediate, execution: .inline))
+        let recorder = EventRecorder()
+        feed.delegate = recorder
+        return (clock, mock, feed, recorder)
+    }
+
+    private static let body = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0) })
+
+    private func collect(_ stream: APIByteStream) async throws -> [Data] {
+        var chunks: [Data] = []
+        for try await chunk in stream { chunks.append(chunk) }
+        return chunks
+    }
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func theBodyArrivesInItsPartsThenTheTaskFinishes(scope: String?) async throws {
+        let (clock, _, feed, recorder) = make(.status(200, body: Self.body).after(0.1).inChunks(4, every: 0.5))
+        let stream = feed.bytes(for: FeedRequest(concurrencyScope: scope))
+        clock.advance(by: 5)
+        let chunks = try await collect(stream)
+        #expect(chunks.map(\.count) == [250, 250, 250, 250])
+        #expect(chunks.reduce(Data(), +) == Self.body)
+        #expect(stream.task.state.name == "finished")
+        #expect(recorder.events(of: stream.task) == ["start 1", "finished"])
+    }
+
+    @Test func aSlowConsumerHoldsTheTransportBackInsteadOfBuffering() async throws {
+        let big = Data(count: 10 << 20)
+        let (clock, mock, feed, _) = make(.status(200, body: big).inChunks(10, every: 0))
+        let stream = feed.bytes(for: FeedRequest())
+        clock.advance(by: 1)
+        #expect(stream.buffer.heldBytes <= APIResponseBodyStream.highWater + (1 << 20), "bounded")
+        #expect(mock.records.first?.outcome == .pending, "the transport waits for the consumer")
+        var total = 0
+        for try await chunk in stream { total += chunk.count }
+        #expect(total == big.count)
+        #expect(stream.task.state.name == "finished")
+    }
+
+    @Test func anErrorStatusFailsTheStreamBeforeAnyPart() async {
+        let (clock, _, feed, _) = make(.json(#"{"message":"nope"}"#, status: 404))
+        let stream = feed.bytes(for: FeedRequest())
+        clock.advance(by: 1)
+        await #expect {
+            _ = try await collect(stream)
+        } throws: { error in
+            (error as? APIError)?.statusCode == 404
+        }
+    }
+
+    @Test func aFailureBeforeAnyPartIsRetried() async throws {
+        let (clock, mock, feed, _) = make(.failure(.networkConnectionLost), .status(200, body: Self.body))
+        let stream = feed.bytes(
+            for: FeedRequest(retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)))
+        clock.advance(by: 2)
+        #expect(try await collect(stream).reduce(Data(), +) == Self.body)
+        #expect(mock.records.count == 2)
+    }
+
+    @Test func aFailureAfterPartsIsNotRetriedAndTheStreamThrows() async throws {
+        let (clock, mock, feed, _) = make(.status(200, body: Self.body).inChunks(4, every: 1).cut(after: 500))
+        let stream = feed.bytes(
+            for: FeedRequest(retryPolicy: APIRetryPolicy(maxAttempts: 3, baseDelay: 1, jitter: .none)))
+        clock.advance(by: 10)
+        var received = 0
+        await #expect(throws: APIError.self) {
+            for try await chunk in stream { received += chunk.count }
+        }
+        #expect(received == 500, "the parts that came, once")
+        #expect(mock.records.count == 1, "not retried: the consumer has part of the body")
+    }
+
+    @Test func breakingOutOfTheLoopCancelsTheTask() async throws {
+        let (clock, mock, feed, _) = make(.status(200, body: Self.body).inChunks(4, every: 1))
+        let stream = feed.bytes(for: FeedRequest())
+        clock.advance(by: 0.5)
+        for try await _ in stream { break }
+        #expect(stream.task.state.name == "cancelled(concurrency)")
+        #expect(mock.records.first?.outcome == .cancelled)
+    }
+
+    @Test func cancellingTheTaskFromAnotherThreadEndsTheStream() async {
+        let (_, _, feed, _) = make(MockTransport.Reply.status(200, body: Self.body).held())
+        let stream = feed.bytes(for: FeedRequest())
+        let task = stream.task
+        async let cancelled: Void = Task.detached { task.cancel() }.value
+        await #expect {
+            _ = try await collect(stream)
+        } throws: { error in
+            (error as? APIError)?.isCancellation == true
+        }
+        await cancelled
+    }
+
+    @Test func aTransportThatDoesNotStreamGivesTheBodyWhole() async throws {
+        struct WholeTransport: APITransport {
+            func send(
+                _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+            )
+                -> any APICancellable
+            {
+                completion(.success(APIRawResponse(statusCode: 200, body: StreamingTests.body)))
+                return NothingToCancel()
+            }
+        }
+        let (_, _, feed, _) = make(.status(200), transport: WholeTransport())
+        #expect(try await collect(feed.bytes(for: FeedRequest())) == [Self.body])
+    }
+
+    @Test func serverSentEventsArriveAsTheyAreComplete() async throws {
+        let text = "retry: 3000\nid: 1\ndata: hello\n\n: keep-alive\nevent: update\nid: 2\ndata: {\"n\":2}\n\ndata: cut"
+        let (clock, _, feed, _) = make(.status(200, body: Data(text.utf8)).inChunks(7, every: 0.1))
+        let events = feed.events(for: FeedRequest())
+        clock.advance(by: 1)
+        var iterator = events.makeAsyncIterator()
+        var seen: [APIServerSentEvent] = []
+        while let event = try await iterator.next() { seen.append(event) }
+        #expect(
+            seen == [
+                APIServerSentEvent(data: "hello", id: "1", retry: 3000),
+                APIServerSentEvent(type: "update", data: #"{"n":2}"#, id: "2", retry: 3000),
+            ])
+        #expect(iterator.lastEventID == "2")
+        #expect(iterator.reconnectionTime == 3000)
+    }
+
+    struct Message: Decodable, Equatable, Sendable {
+        let n: Int
+    }
+
+    @Test func jsonLinesAreDecodedOneByOne() async throws {
+        let text = "{\"n\":1}\n{\"n\":2}\r\n\n{\"n\":3}"
+        let (clock, _, feed, _) = make(.status(200, body: Data(text.utf8)).inChunks(5, every: 0.1))
+        let lines = feed.lines(for: FeedRequest(), as: Message.self)
+        clock.advance(by: 1)
+        var seen: [Message] = []
+        for try await message in lines { seen.append(message) }
+        #expect(seen == [Message(n: 1), Message(n: 2), Message(n: 3)])
+    }
+
+    @Test func aLineThatDoesNotDecodeEndsTheStreamAndCancelsTheTask() async {
+        let (clock, _, feed, _) = make(
+            MockTransport.Reply.status(200, body: Data("{\"n\":1}\nbad\n{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n".utf8))
+                .inChunks(2, every: 1))
+        let lines = feed.lines(for: FeedRequest(), as: Message.self)
+        clock.advance(by: 0.5)  // the first half, with the line that does not decode
+        var seen: [Message] = []
+        await #expect {
+            for try await message in lines { seen.append(message) }
+        } throws: { error in
+            if case .decoding? = error as? APIError { return true }
+            return false
+        }
+        #expect(seen == [Message(n: 1)])
+        #expect(lines.bytes.task.state.name == "cancelled(concurrency)")
+    }
+
+    @Test func aStreamedTaskKeepsItsPolicy() async throws {
+        let (clock, mock, feed, _) = make(.status(200, body: Self.body).after(1))
+        let first = feed.bytes(for: FeedRequest(concurrencyPolicy: .cancelOthers))
+        let second = feed.bytes(for: FeedRequest(concurrencyPolicy: .cancelOthers))
+        clock.advance(by: 2)
+        #expect(first.task.state.name == "cancelled(policy)")
+        #expect(try await collect(second).reduce(Data(), +) == Self.body)
+        #expect(mock.records.count == 2)
+    }
+}
