@@ -26,5 +26,14 @@ enum TransportUnderTest {
     static let refusesDesynchronizedConnections = true
     #endif
 
+    /// Whether a streamed body's consumer holds the transport back (backpressure). Not on Linux:
+    /// suspending a running task does not stop FoundationNetworking from reading and queueing the
+    /// rest of the body for the delegate.
+    #if canImport(FoundationNetworking)
+    static let boundsStreamedBodyMemory = false
+    #else
+    static let boundsStreamedBodyMemory = true
+    #endif
+
     static func make() -> Transport { URLSessionTransport() }
 }

@@ -261,6 +261,31 @@ def fixture(environ, start_response):
                 sent += count
         return body()
 
+    if route == "sse":
+        # ?count=N events (id 1…N, data "event i"), ?interval=S seconds apart, after a `retry` field;
+        # a comment line first. With Last-Event-ID the stream goes on after that ID.
+        count = min(int(query.get("count", "3")), 1000)
+        interval = min(float(query.get("interval", "0")), 1.0)
+        after = int(environ.get("HTTP_LAST_EVENT_ID") or "0")
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+
+        def events():
+            yield b": hello\n\nretry: 1500\n\n"
+            for i in range(after + 1, count + 1):
+                if interval:
+                    time.sleep(interval)
+                yield ("id: %d\nevent: tick\ndata: event %d\ndata: line two\n\n" % (i, i)).encode()
+        return events()
+
+    if route == "ndjson":
+        count = min(int(query.get("count", "3")), 100000)
+        start_response("200 OK", [("Content-Type", "application/x-ndjson")])
+
+        def lines():
+            for i in range(count):
+                yield ('{"n": %d, "text": "line %d"}\n' % (i, i)).encode()
+        return lines()
+
     if route == "file-log":
         with _lock:
             return _json(start_response, "200 OK", {"ranges": _file_log.get(arg, [])})

@@ -20,7 +20,7 @@ extension APIManager {
         let buffer = StreamBuffer()
         let task = makeTask(for: request, bodyStream: buffer)
         engine.submit(task)
-        return APIByteStream(task: task, buffer: buffer)
+        return APIByteStream(task: task, buffer: buffer, manager: self)
     }
 
     /// Sends a request whose response is a `text/event-stream`, and yields its server-sent events as

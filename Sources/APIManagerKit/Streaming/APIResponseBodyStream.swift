@@ -147,10 +147,16 @@ public struct APIByteStream: AsyncSequence, Sendable {
     /// The task that sends the request.
     public let task: AnyAPITask
     let buffer: StreamBuffer
+    /// The manager, kept alive while the stream is (a released manager cancels its tasks).
+    let manager: any APIManager
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(consumer: Consumer(task: task, buffer: buffer))
+        Iterator(consumer: Consumer(task: task, buffer: buffer, manager: manager))
     }
+
+    /// The bytes received and not yet read: at most about ``APIResponseBodyStream/highWater`` plus
+    /// what the transport had in hand when it was asked to wait.
+    public var bufferedBytes: Int { buffer.heldBytes }
 
     /// Reads the parts in order.
     public struct Iterator: AsyncIteratorProtocol {
@@ -165,11 +171,13 @@ public struct APIByteStream: AsyncSequence, Sendable {
     final class Consumer: Sendable {
         let task: AnyAPITask
         let buffer: StreamBuffer
+        let manager: any APIManager
         private let ended = LockedState(false)
 
-        init(task: AnyAPITask, buffer: StreamBuffer) {
+        init(task: AnyAPITask, buffer: StreamBuffer, manager: any APIManager) {
             self.task = task
             self.buffer = buffer
+            self.manager = manager
         }
 
         func next() async throws -> Data? {

@@ -177,6 +177,12 @@ struct Transfer {
     var expectedBytes: Int64?
     /// Whether the body goes to the download's file (``APITransportOptions/responseBodyFile``).
     var writesToFile = false
+    /// Whether the body goes to a stream's consumer (``APITransportOptions/responseBodyStream``).
+    var streams = false
+    /// Suspends the task while the stream's consumer is behind (a streamed body only).
+    var pause: StreamPause?
+    /// The bytes streamed so far (for progress).
+    var streamed: Int64 = 0
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
     var rejectedChallenge = false
     var timedOut = false
@@ -295,8 +301,12 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             let identifier = dataTask.taskIdentifier
             guard let transfer = state.transfers[identifier] else { return nil }
             let limit = transfer.maxBodySize
-            // A download's 2xx body goes to its file: the in-memory limit does not apply.
-            if transfer.options.responseBodyFile != nil, (200..<300).contains(status) { return nil }
+            // A download's or a stream's 2xx body does not stay in memory: the limit does not apply.
+            if transfer.options.responseBodyFile != nil || transfer.options.responseBodyStream != nil,
+                (200..<300).contains(status)
+            {
+                return nil
+            }
             if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
                 state.transfers[identifier]?.bodyTooLarge = true
                 return dataTask
@@ -314,7 +324,20 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             tooLarge.cancel()
             return
         }
-        let file = state.withLock { $0.transfers[dataTask.taskIdentifier]?.options.responseBodyFile }
+        let (file, stream) = state.withLock { state in
+            (
+                state.transfers[dataTask.taskIdentifier]?.options.responseBodyFile,
+                state.transfers[dataTask.taskIdentifier]?.options.responseBodyStream
+            )
+        }
+        if let stream, let http = response as? HTTPURLResponse {
+            let streams = stream.begin(
+                statusCode: http.statusCode, headers: ResponseHeaders(response: http).allFields())
+            state.withLock {
+                $0.transfers[dataTask.taskIdentifier]?.streams = streams
+                if streams { $0.transfers[dataTask.taskIdentifier]?.pause = StreamPause() }
+            }
+        }
         if let file, let http = response as? HTTPURLResponse {
             do {
                 let writes = try file.begin(
@@ -339,7 +362,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             guard let index = state.transfers.index(forKey: identifier),
                 !state.transfers.values[index].bodyTooLarge
             else { return (nil, nil) }
-            if state.transfers.values[index].writesToFile {
+            if state.transfers.values[index].writesToFile || state.transfers.values[index].streams {
                 // Written below, without the lock; the file counts the bytes.
                 return (nil, state.transfers.values[index].options.progress.map { ($0, -1, nil) })
             }
@@ -352,6 +375,25 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             state.transfers.values[index].body.append(data)
             let transfer = state.transfers.values[index]
             return (nil, transfer.options.progress.map { ($0, Int64(received), transfer.expectedBytes) })
+        }
+        if let (stream, pause) = streamOf(dataTask) {
+            let goOn = stream.write(data) { pause.ready(dataTask) }
+            #if !canImport(FoundationNetworking)
+            if !goOn { pause.pause(dataTask) }
+            #else
+            // On Linux a suspended running task reads on regardless, and may never resume: the
+            // body is not held back there (see the README's note on streamed responses).
+            _ = goOn
+            #endif
+            if let progress {
+                let expected = state.withLock { $0.transfers[dataTask.taskIdentifier]?.expectedBytes }
+                let received = state.withLock { state -> Int64 in
+                    state.transfers[dataTask.taskIdentifier]?.streamed += Int64(data.count)
+                    return state.transfers[dataTask.taskIdentifier]?.streamed ?? 0
+                }
+                progress.report(.download, received, expected)
+            }
+            return
         }
         if let file = fileOf(dataTask) {
             do {
@@ -368,6 +410,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         }
         tooLarge?.cancel()
         if let progress { progress.report(.download, progress.bytes, progress.expected) }
+    }
+
+    /// The stream a task's body goes to, once its head said so, and what suspends the task.
+    private func streamOf(_ task: URLSessionTask) -> (APIResponseBodyStream, StreamPause)? {
+        state.withLock { state in
+            guard let transfer = state.transfers[task.taskIdentifier], transfer.streams,
+                let stream = transfer.options.responseBodyStream, let pause = transfer.pause
+            else { return nil }
+            return (stream, pause)
+        }
     }
 
     /// The download file a task's body goes to, once its head said so.
@@ -488,5 +540,39 @@ struct ResponseHeaders: APIHeaderSource, @unchecked Sendable {
 
     func value(forHeader name: String) -> String? {
         response.value(forHTTPHeaderField: name)
+    }
+}
+
+/// Suspends a streaming task while its consumer is behind and resumes it when the consumer has
+/// caught up, whichever of the two comes first. Apple platforms only: on Linux, FoundationNetworking
+/// goes on reading a suspended task and its resume can leave it stalled.
+final class StreamPause: @unchecked Sendable {
+    // @unchecked: `suspended` and `readyEarly` are only touched under `lock`.
+    private let lock = NSLock()
+    private var suspended = false
+    private var readyEarly = false
+
+    /// The consumer is behind: the task is suspended, unless it caught up already.
+    func pause(_ task: URLSessionTask) {
+        lock.withLock {
+            if readyEarly {
+                readyEarly = false
+                return
+            }
+            suspended = true
+            task.suspend()
+        }
+    }
+
+    /// The consumer caught up: a suspended task resumes.
+    func ready(_ task: URLSessionTask) {
+        lock.withLock {
+            if suspended {
+                suspended = false
+                task.resume()
+            } else {
+                readyEarly = true
+            }
+        }
     }
 }

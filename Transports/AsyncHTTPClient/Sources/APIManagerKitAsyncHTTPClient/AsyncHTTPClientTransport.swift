@@ -163,7 +163,7 @@ final class Exchange: APICancellable, Sendable {
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
             uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile),
-            file: options.responseBodyFile)
+            file: options.responseBodyFile, stream: options.responseBodyStream)
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.cancelled else { return false }
@@ -335,12 +335,18 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     /// it is one for the file; written on NIO's thread pool, the next part read when it is written.
     private let file: APIResponseBodyFile?
     private var writesToFile = false
+    /// Where a streamed body goes (``APITransportOptions/responseBodyStream``), once the head said
+    /// it is one for the stream; the next part is read when the consumer has caught up.
+    private let stream: APIResponseBodyStream?
+    private var streams = false
+    private var streamed: Int64 = 0
 
     init(
         url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil,
-        file: APIResponseBodyFile? = nil
+        file: APIResponseBodyFile? = nil, stream: APIResponseBodyStream? = nil
     ) {
         self.file = file
+        self.stream = stream
         self.url = url
         self.limit = limit
         self.isHead = isHead
@@ -371,6 +377,12 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
                 expectedDownload = Int64(announcedLength)
             }
         }
+        if let stream {
+            var headers: [String: String] = [:]
+            for (name, value) in head.headers { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
+            streams = stream.begin(statusCode: Int(head.status.code), headers: headers)
+            if streams { return task.eventLoop.makeSucceededVoidFuture() }
+        }
         if let file {
             do {
                 var headers: [String: String] = [:]
@@ -393,6 +405,14 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
+        if streams, let stream {
+            streamed += Int64(part.readableBytes)
+            progress?(.download, streamed, expectedDownload)
+            let promise = task.eventLoop.makePromise(of: Void.self)
+            let goOn = stream.write(Data(buffer: part, byteTransferStrategy: .noCopy)) { promise.succeed(()) }
+            if goOn { promise.succeed(()) }
+            return promise.futureResult
+        }
         if writesToFile, let file {
             // Off the event loop; the next part is read once this one is written (backpressure).
             let data = Data(buffer: part, byteTransferStrategy: .noCopy)

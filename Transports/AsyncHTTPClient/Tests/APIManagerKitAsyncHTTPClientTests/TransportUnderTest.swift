@@ -11,6 +11,8 @@ enum TransportUnderTest {
     static let boundsCompressedBodyMemory = true
     /// Whether a kept-alive connection with bytes nobody asked for is closed instead of reused.
     static let refusesDesynchronizedConnections = true
+    /// Whether a streamed body's consumer holds the transport back (backpressure).
+    static let boundsStreamedBodyMemory = true
 
     static func make() -> Transport { AsyncHTTPClientTransport() }
 }
