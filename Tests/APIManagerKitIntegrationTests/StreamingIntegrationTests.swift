@@ -56,6 +56,16 @@ struct StreamingIntegrationTests {
         #expect(ids == ["5", "6"])
     }
 
+    @Test func aDroppedStreamReconnectsWithLastEventIDAndGoesOn() async throws {
+        let realm = UUID().uuidString
+        let request = HTTPRequest(
+            "fixture/sse", parameters: ["count": 6, "drop": 3, "realm": .string(realm), "retry": 100])
+        var ids: [String?] = []
+        var iterator = Raw().events(for: request, reconnection: APIReconnection(maxAttempts: 2)).makeAsyncIterator()
+        while let event = try await iterator.next() { ids.append(event.id) }
+        #expect(ids == (1...6).map { String($0) }, "every event once, the half-sent one again after the drop")
+    }
+
     @Test func jsonLinesAreDecodedAsTheyArrive() async throws {
         struct Line: Decodable, Sendable {
             let n: Int

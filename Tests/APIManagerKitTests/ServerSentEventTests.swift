@@ -51,6 +51,15 @@ struct ServerSentEventTests {
         #expect(events.map(\.retry) == [2500, 2500])
     }
 
+    @Test func anIDCountsOnlyOnceItsEventIsDispatched() throws {
+        var parser = APIServerSentEventParser()
+        _ = try parser.parse(Data("id: 1\ndata: a\n\nid: 2\ndata: cut".utf8))
+        #expect(parser.lastEventID == "1", "event 2 was not dispatched")
+        parser.finish()
+        #expect(parser.lastEventID == "1")
+        #expect(try parser.parse(Data("data: again\n\n".utf8)).map(\.id) == ["1"])
+    }
+
     @Test func anEventCutByTheEndOfTheStreamIsDropped() throws {
         var parser = APIServerSentEventParser()
         #expect(try parser.parse(Data("data: whole\n\ndata: cut".utf8)).count == 1)

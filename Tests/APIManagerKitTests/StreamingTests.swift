@@ -200,4 +200,78 @@ struct StreamingTests {
         #expect(try await collect(second).reduce(Data(), +) == Self.body)
         #expect(mock.records.count == 2)
     }
+
+    // MARK: Reconnecting event streams
+
+    /// Consumes `events` on another task while the test moves the clock, until it ends.
+    private func drain(_ events: APIServerSentEventStream, clock: TestClock) async -> ([String], (any Error)?) {
+        let result = Locked<([String], (any Error)?)?>(nil)
+        let consumer = Task {
+            var seen: [String] = []
+            do {
+                for try await event in events { seen.append("\(event.id ?? "-"):\(event.data)") }
+                result.withLock { $0 = (seen, nil) }
+            } catch {
+                result.withLock { $0 = (seen, error) }
+            }
+        }
+        for _ in 0..<400 where result.withLock({ $0 == nil }) {
+            await Task.yield()
+            clock.advance(by: 0.25)
+        }
+        consumer.cancel()
+        return result.withLock { $0 } ?? ([], CancellationError())
+    }
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aDroppedEventStreamReconnectsWithLastEventIDAfterTheServersRetry(scope: String?) async throws {
+        let (clock, mock, feed, _) = make(.status(200))
+        mock.stub(nil, "/feed") { request in
+            switch request.value(forHTTPHeaderField: "Last-Event-ID") {
+            case nil:
+                let text = "retry: 2000\nid: 1\ndata: a\n\nid: 2\ndata: b\n\nid: 3\ndata: lo"
+                return MockTransport.Reply.status(200, body: Data(text.utf8)).inChunks(3, every: 0.5).cut(after: 45)
+            case "2"?:
+                return .status(200, body: Data("id: 3\ndata: c\n\n".utf8))
+            default:
+                return .status(204)
+            }
+        }
+        let events = feed.events(for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 9))
+        let (seen, error) = await drain(events, clock: clock)
+        #expect(error == nil)
+        #expect(seen == ["1:a", "2:b", "3:c"])
+        #expect(
+            mock.records.map { $0.request.value(forHTTPHeaderField: "Last-Event-ID") ?? "-" } == ["-", "2", "3"],
+            "the cut event 3 is dropped and asked for again; a 204 ends the stream")
+        let reconnectedAt = mock.records.dropFirst().first?.sentAt ?? 0
+        let droppedAt = mock.records.first?.endedAt ?? 0
+        #expect(abs(reconnectedAt - droppedAt - 2) < 0.3, "after the server's retry, not the default delay")
+    }
+
+    @Test func withoutAReconnectionADropEndsTheStreamWithItsError() async {
+        let (clock, mock, feed, _) = make(
+            MockTransport.Reply.status(200, body: Data("id: 1\ndata: a\n\ndata: b".utf8)).inChunks(2, every: 1)
+                .cut(after: 20))
+        let (seen, error) = await drain(feed.events(for: FeedRequest()), clock: clock)
+        #expect(seen == ["1:a"])
+        #expect((error as? APIError).map(describe) == "transport(\(URLError.Code.networkConnectionLost.rawValue))")
+        #expect(mock.records.count == 1)
+    }
+
+    @Test func anErrorStatusIsNotReconnectedAndReconnectionsAreBounded() async {
+        let (clock, mock, feed, _) = make(.status(200, body: Data("data: x\n\n".utf8)), .json("{}", status: 500))
+        let (seen, error) = await drain(
+            feed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)), clock: clock)
+        #expect(seen == ["-:x"])
+        #expect((error as? APIError)?.statusCode == 500)
+        #expect(mock.records.count == 2)
+
+        let (quietClock, quiet, quietFeed, _) = make(.status(200))
+        let (none, end) = await drain(
+            quietFeed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)),
+            clock: quietClock)
+        #expect(none.isEmpty && end == nil)
+        #expect(quiet.records.count == 4, "the first request and three reconnections without an event")
+    }
 }

@@ -264,16 +264,33 @@ def fixture(environ, start_response):
     if route == "sse":
         # ?count=N events (id 1…N, data "event i"), ?interval=S seconds apart, after a `retry` field;
         # a comment line first. With Last-Event-ID the stream goes on after that ID.
+        # ?retry=MS is sent first (1500 unless given). With ?realm=R&drop=K the first request of realm R
+        # drops the connection after K events; once every event is sent, the route answers 204 (do
+        # not reconnect) to a request that asks for more.
         count = min(int(query.get("count", "3")), 1000)
         interval = min(float(query.get("interval", "0")), 1.0)
+        retry = int(query.get("retry", "1500"))
         after = int(environ.get("HTTP_LAST_EVENT_ID") or "0")
+        realm = query.get("realm", "")
+        if after >= count and environ.get("HTTP_LAST_EVENT_ID"):
+            start_response("204 No Content", [])
+            return [b""]
+        drop = None
+        if realm and "drop" in query:
+            with _lock:
+                if realm not in _file_cut_done:
+                    _file_cut_done.add(realm)
+                    drop = int(query["drop"])
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
 
         def events():
-            yield b": hello\n\nretry: 1500\n\n"
+            yield (": hello\n\nretry: %d\n\n" % retry).encode()
             for i in range(after + 1, count + 1):
                 if interval:
                     time.sleep(interval)
+                if drop is not None and i > drop:
+                    yield ("id: %d\ndata: half an ev" % i).encode()
+                    raise ConnectionAbortedError("dropped on purpose")
                 yield ("id: %d\nevent: tick\ndata: event %d\ndata: line two\n\n" % (i, i)).encode()
         return events()
 

@@ -97,8 +97,11 @@ extension APIManager {
     }
 
     func makeTask(
-        for request: Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil
+        for request: Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
+        addedHeaders: [String: String]? = nil
     ) -> ManagedTask<Self> {
-        ManagedTask(manager: self, request: request, credentialOrigins: credentialOrigins, bodyStream: bodyStream)
+        ManagedTask(
+            manager: self, request: request, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
+            addedHeaders: addedHeaders)
     }
 }

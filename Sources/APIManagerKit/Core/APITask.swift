@@ -131,6 +131,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// Where the body goes as it arrives, for a task sent by ``APIManager/bytes(for:)`` and its
     /// siblings; `nil` for the others.
     let bodyStream: StreamBuffer?
+    /// Headers every attempt carries besides the request's (a reconnected event stream's
+    /// `Last-Event-ID`); `nil` for none.
+    let addedHeaders: [String: String]?
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -142,9 +145,10 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
         reportsProgress: Bool = false, download: APIDownload? = nil, bodyStream: StreamBuffer? = nil,
-        lock: Lock? = nil
+        addedHeaders: [String: String]? = nil, lock: Lock? = nil
     ) {
         self.identifier = identifier
+        self.addedHeaders = addedHeaders
         self.bodyStream = bodyStream
         self.download = download
         self.progressStreams = reportsProgress ? ProgressStreams() : nil
@@ -272,7 +276,8 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     public let request: Request
 
     init(
-        request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil
+        request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
+        addedHeaders: [String: String]? = nil
     ) {
         self.request = request
         // Settings only some policies use are read only for them.
@@ -300,7 +305,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             maxResponseBodySize: request.maxResponseBodySize, engine: engine,
             idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) },
             credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
-            download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream)
+            download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream, addedHeaders: addedHeaders)
     }
 }
 

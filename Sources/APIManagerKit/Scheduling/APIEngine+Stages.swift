@@ -237,6 +237,7 @@ extension APIEngine {
             }
         }
         if let stream = attempt.stream {
+            if case .success(let raw) = answer { stream.buffer.status.withLock { $0 = raw.statusCode } }
             switch answer {
             case .success(var raw) where (200..<300).contains(raw.statusCode):
                 // A transport that does not stream gave the body whole.

@@ -21,11 +21,13 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     init(
-        manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil
+        manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
+        addedHeaders: [String: String]? = nil
     ) {
         self.manager = manager
         super.init(
-            request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream)
+            request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
+            addedHeaders: addedHeaders)
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {

@@ -26,8 +26,22 @@ extension APIManager {
     /// Sends a request whose response is a `text/event-stream`, and yields its server-sent events as
     /// they arrive (see ``APIServerSentEventParser``), with the backpressure and cancellation of
     /// ``bytes(for:)``. `Accept: text/event-stream` is for the request to send.
-    public func events(for request: Request) -> APIServerSentEventStream {
-        APIServerSentEventStream(bytes: bytes(for: request))
+    ///
+    /// With `reconnection`, a stream that drops (the connection lost, or the body ending) is sent
+    /// again after the server's `retry` time (else the reconnection's delay), with `Last-Event-ID`
+    /// set to the last event ID seen, up to the reconnection's number of times; an error status, a
+    /// `204 No Content` or a cancellation ends it for good. Each reconnection is a new task.
+    public func events(for request: Request, reconnection: APIReconnection? = nil) -> APIServerSentEventStream {
+        APIServerSentEventStream(
+            bytes: bytes(for: request), reconnection: reconnection,
+            reconnect: { [self] lastEventID in
+                let buffer = StreamBuffer()
+                let task = makeTask(
+                    for: request, bodyStream: buffer, addedHeaders: lastEventID.map { ["Last-Event-ID": $0] })
+                engine.submit(task)
+                return APIByteStream(task: task, buffer: buffer, manager: self)
+            },
+            clock: engine.clock)
     }
 
     /// Sends a request whose response is JSON Lines (NDJSON), and yields each line decoded as
@@ -41,42 +55,123 @@ extension APIManager {
     }
 }
 
-/// The server-sent events of a streamed response (``APIManager/events(for:)``), parsed as they
-/// arrive. Its ``lastEventID`` and ``reconnectionTime`` say where a new request would resume
-/// (send it with `Last-Event-ID`).
+/// When and how often a dropped event stream is sent again (see ``APIManager/events(for:reconnection:)``).
+public struct APIReconnection: Sendable, Hashable {
+    /// The most reconnections in a row without an event between them. `5` unless given.
+    public var maxAttempts: Int
+    /// The wait before reconnecting when the server named no `retry` time, in seconds. `3` unless
+    /// given (what browsers wait).
+    public var delay: TimeInterval
+
+    /// A reconnection; each default is given with its property.
+    public init(maxAttempts: Int = 5, delay: TimeInterval = 3) {
+        self.maxAttempts = max(0, maxAttempts)
+        self.delay = max(0, delay)
+    }
+}
+
+/// The server-sent events of a streamed response (``APIManager/events(for:reconnection:)``), parsed
+/// as they arrive. Its iterator's ``Iterator/lastEventID`` and ``Iterator/reconnectionTime`` say where
+/// a new request would resume (sent with `Last-Event-ID`); with an ``APIReconnection`` it does so by
+/// itself.
 public struct APIServerSentEventStream: AsyncSequence, Sendable {
     public typealias Element = APIServerSentEvent
 
-    /// The byte stream it parses.
+    /// The byte stream it parses (the first one, when it reconnects).
     public let bytes: APIByteStream
+    let reconnection: APIReconnection?
+    let reconnect: @Sendable (String?) -> APIByteStream
+    let clock: any APIClock
+
+    init(bytes: APIByteStream) {
+        self.init(bytes: bytes, reconnection: nil, reconnect: { _ in bytes }, clock: DispatchClock())
+    }
+
+    init(
+        bytes: APIByteStream, reconnection: APIReconnection?, reconnect: @escaping @Sendable (String?) -> APIByteStream,
+        clock: any APIClock
+    ) {
+        self.bytes = bytes
+        self.reconnection = reconnection
+        self.reconnect = reconnect
+        self.clock = clock
+    }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(bytes: bytes.makeAsyncIterator())
+        Iterator(bytes: bytes.makeAsyncIterator(), stream: self)
     }
 
     /// Reads the events in order.
     public struct Iterator: AsyncIteratorProtocol {
         var bytes: APIByteStream.Iterator
+        let stream: APIServerSentEventStream
         var parser = APIServerSentEventParser()
         var pending: [APIServerSentEvent] = []
         var index = 0
+        var reconnections = 0
+        var done = false
+
+        init(bytes: APIByteStream.Iterator, stream: APIServerSentEventStream) {
+            self.bytes = bytes
+            self.stream = stream
+        }
 
         /// The last event ID seen so far.
         public var lastEventID: String? { parser.lastEventID }
         /// The reconnection time the stream asked for, in milliseconds.
         public var reconnectionTime: Int? { parser.reconnectionTime }
+        /// How many times the stream was sent again since its last event.
+        public var reconnectionCount: Int { reconnections }
 
         public mutating func next() async throws -> APIServerSentEvent? {
             while index == pending.count {
-                guard let chunk = try await bytes.next() else {
+                if done { return nil }
+                let chunk: Data?
+                do {
+                    chunk = try await bytes.next()
+                } catch let error as APIError {
                     parser.finish()
-                    return nil
+                    guard Self.dropped(error), try await reconnectIfAsked() else { throw error }
+                    continue
+                }
+                guard let chunk else {
+                    parser.finish()
+                    // A 204 says: do not reconnect.
+                    let noContent = bytes.consumer.buffer.status.withLock { $0 } == 204
+                    if noContent {
+                        done = true
+                    } else if try await !reconnectIfAsked() {
+                        done = true
+                    }
+                    continue
                 }
                 pending = try parser.parse(chunk)
                 index = 0
+                if !pending.isEmpty { reconnections = 0 }
             }
             index += 1
             return pending[index - 1]
+        }
+
+        /// A drop: the transport failed (not an error status, not a cancellation).
+        private static func dropped(_ error: APIError) -> Bool {
+            if case .transport = error { return true }
+            return false
+        }
+
+        /// Waits and sends the request again, when a reconnection is asked and allowed.
+        private mutating func reconnectIfAsked() async throws -> Bool {
+            guard let reconnection = stream.reconnection, reconnections < reconnection.maxAttempts else { return false }
+            try Task.checkCancellation()
+            reconnections += 1
+            let delay = parser.reconnectionTime.map { Double($0) / 1000 } ?? reconnection.delay
+            let clock = stream.clock
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                _ = clock.schedule(after: delay) { continuation.resume() }
+            }
+            try Task.checkCancellation()
+            bytes = stream.reconnect(parser.lastEventID).makeAsyncIterator()
+            return true
         }
     }
 }

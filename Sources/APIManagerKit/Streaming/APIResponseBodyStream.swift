@@ -28,6 +28,7 @@ public final class APIResponseBodyStream: Sendable {
     public func begin(statusCode: Int, headers: [String: String]) -> Bool {
         let streams = (200..<300).contains(statusCode)
         streaming.withLock { $0 = streams }
+        buffer.status.withLock { $0 = statusCode }
         return streams
     }
 
@@ -55,6 +56,8 @@ final class StreamBuffer: Sendable {
     }
 
     private let state = LockedState(State())
+    /// The status of the response streamed (once its head arrived).
+    let status = LockedState<Int?>(nil)
 
     /// Adds a part; `false` when the consumer is too far behind (`whenReady` is kept and called
     /// once it has caught up, or when the stream ends).

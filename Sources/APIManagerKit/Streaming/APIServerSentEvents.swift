@@ -37,8 +37,12 @@ public struct APIServerSentEventParser: Sendable {
     public let maxLineLength: Int
     /// The most data one event may gather, in bytes.
     public let maxEventLength: Int
-    /// The stream's last event ID (`id` fields): sent back as `Last-Event-ID` on a reconnection.
+    /// The stream's last event ID: the last `id` field as of the last dispatched event (an `id` in an
+    /// event cut by the end of the stream does not count). Sent back as `Last-Event-ID` on a
+    /// reconnection.
     public private(set) var lastEventID: String?
+    /// The `id` field being read, which becomes the last event ID when its event is dispatched.
+    private var lastEventIDBuffer: String?
     /// The reconnection time the stream asked for, in milliseconds; `nil` when it has not.
     public private(set) var reconnectionTime: Int?
 
@@ -86,6 +90,7 @@ public struct APIServerSentEventParser: Sendable {
     /// The stream ended: an event cut by it is dropped (as the standard says); returns nothing, and
     /// resets the parser for a reconnection (the last event ID and reconnection time are kept).
     public mutating func finish() {
+        lastEventIDBuffer = lastEventID
         line.removeAll()
         pendingCR = false
         sawStart = false
@@ -141,7 +146,7 @@ public struct APIServerSentEventParser: Sendable {
             dataBuffer += "\n"
             hasData = true
         case "id":
-            if !value.contains(0) { lastEventID = String(decoding: value, as: UTF8.self) }
+            if !value.contains(0) { lastEventIDBuffer = String(decoding: value, as: UTF8.self) }
         case "retry":
             if !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }), value.count <= 9 {
                 reconnectionTime = Int(String(decoding: value, as: UTF8.self))
@@ -157,6 +162,7 @@ public struct APIServerSentEventParser: Sendable {
             dataBuffer = ""
             hasData = false
         }
+        lastEventID = lastEventIDBuffer
         guard hasData else { return }
         var data = dataBuffer
         if data.hasSuffix("\n") { data.removeLast() }

@@ -24,6 +24,9 @@ enum BuildRequestStage {
             if let idempotency = task.idempotencyHeader, request.value(forHTTPHeaderField: idempotency.name) == nil {
                 request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
             }
+            if let added = task.addedHeaders {
+                for (name, value) in added { request.setValue(value, forHTTPHeaderField: name) }
+            }
             var sensitiveHeaders = task.sensitiveHeaders
             if let persistedHeaders {
                 persistedHeaders.apply(to: &request)
