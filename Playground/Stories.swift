@@ -17,6 +17,11 @@ struct StoryRequest: APIRequest {
     var debounceInterval: TimeInterval = 0.3
     var sharing: APIRequestSharing = .never
     var concurrencyGroup: APIConcurrencyGroup?
+    var method: HTTPMethod = .get
+    var parameters: APIParameters = .none
+    var headers: [String: String] = [:]
+    var reportsProgress = false
+    var download: APIDownload?
 }
 
 final class StoryAPI: APIManager {
@@ -70,7 +75,7 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {
         log(
             task,
-            String(format: "failed (%@), retries in %.3fs", "\(error.statusCode.map(String.init) ?? "error")", delay))
+            String(format: "failed (%@), retries in %.3fs", Self.reason(error), delay))
     }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
         let status = (response as? APIRawResponse)?.statusCode ?? 0
@@ -80,6 +85,11 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
         default: log(task, "ends: \(status)")
         }
     }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didReport progress: APITransferProgress) {
+        let percent = progress.fraction.map { String(format: "%3.0f%%", $0 * 100) } ?? "   ?"
+        let mebibytes = Double(progress.completedBytes) / Double(1 << 20)
+        log(task, String(format: "%@ %@ %@", "\(progress.direction)", percent, String(format: "(%.1f MiB)", mebibytes)))
+    }
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse) {
         log(task, "shows the cached copy at once")
     }
@@ -88,8 +98,19 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
         case .cancelled(let reason): log(task, "cancelled (\(reason))")
         case .ignored: log(task, "ignored")
         case .circuitOpen: log(task, "fails at once: the circuit is open, nothing sent")
+        case .transport: log(task, "fails: \(Self.reason(error))")
         default: log(task, "fails: \(error.statusCode.map { "status \($0)" } ?? "\(error)")")
         }
+    }
+
+    /// A failure in a few words: its status, or what became of the connection.
+    static func reason(_ error: APIError) -> String {
+        if let status = error.statusCode { return "\(status)" }
+        if case .transport(let underlying as URLError) = error {
+            return underlying.code == .networkConnectionLost
+                ? "the connection dropped" : "URLError \(underlying.code.rawValue)"
+        }
+        return "error"
     }
 }
 
@@ -230,7 +251,7 @@ struct Story: Sendable {
 
     static let all: [Story] = [
         cart, search, refresh, detail, flaky, cache, session, profile, typeAhead, gallery, autosave, sharedProfile,
-        outage,
+        outage, photoUpload, resumedDownload, liveFeed,
     ]
 
     static let cart = Story(

@@ -58,7 +58,15 @@ expect_lines "$playground_output" \
     "   0.500s  #4  save version 4     starts" \
     "profile            2 screens answered, 1 request(s) on the wire" \
     "   0.800s  #4  load 4             fails at once: the circuit is open, nothing sent" \
-    "   1.700s      circuit            closes: the probe succeeded"
+    "   1.700s      circuit            closes: the probe succeeded" \
+    "   0.500s  #1  photo              upload  25% (0.5 MiB)" \
+    "   2.200s  #1  photo              ends: 201" \
+    "photo              sent as multipart/form-data" \
+    "   0.500s  #1  report.bin         failed (the connection dropped), retries in 0.300s" \
+    "   1.100s  #1  report.bin         ends: 206" \
+    "report.bin         4.0 MiB on disk after 2 attempts, the second asked for the rest only" \
+    "feed               tick #5: event 5" \
+    "feed               5 events, each once; the stream ended with a 204"
 echo "== Playground against the real server (--base-url)"
 # Every story's key lines in a live run ($1: the output, $2: the transport it names).
 expect_live_stories() {
@@ -81,7 +89,16 @@ expect_live_stories() {
         "save version 4     ends: 200" \
         "profile            2 screens answered, 1 request(s) on the wire" \
         "load 4             fails at once: the circuit is open, nothing sent" \
-        "circuit            closes: the probe succeeded"
+        "circuit            closes: the probe succeeded" \
+        "photo              upload 100% (2.0 MiB)" \
+        "photo              ends: 200" \
+        "photo              sent as multipart/form-data" \
+        "report.bin         failed (the connection dropped)" \
+        "report.bin         ends: 206" \
+        "report.bin         4.0 MiB on disk after 2 attempts, the second asked for the rest only" \
+        "feed               fails: the connection dropped" \
+        "feed               tick #5: event 5 / line two" \
+        "feed               5 events, each once; the stream ended with a 204"
 }
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"
