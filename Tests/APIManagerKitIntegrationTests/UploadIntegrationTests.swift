@@ -73,8 +73,8 @@ struct UploadIntegrationTests {
     }
 
     @Test func aLargeFormIsStreamedFromDiskAndParsedWhole() async throws {
-        // 48 MiB: past the 10 MiB in-memory limit, so the body is spooled to disk and streamed.
-        let (file, digest, directory) = try Self.generatedFile(size: 48 << 20, named: "video.mp4")
+        // 16 MiB: past the 10 MiB in-memory limit, so the body is spooled to disk and streamed.
+        let (file, digest, directory) = try Self.generatedFile(size: 16 << 20, named: "video.mp4")
         defer { try? FileManager.default.removeItem(at: directory) }
         let request = HTTPRequest(
             "fixture/multipart-digest", method: .post,
@@ -84,7 +84,7 @@ struct UploadIntegrationTests {
         let video = try #require(parsed.files["video"])
         #expect(video.filename == "video.mp4")
         #expect(video.contentType == "video/mp4")
-        #expect(video.bytes == 48 << 20)
+        #expect(video.bytes == 16 << 20)
         #expect(video.sha256 == digest)
     }
 
