@@ -83,10 +83,6 @@ public struct APIServerSentEventStream: AsyncSequence, Sendable {
     let reconnect: @Sendable (String?) -> APIByteStream
     let clock: any APIClock
 
-    init(bytes: APIByteStream) {
-        self.init(bytes: bytes, reconnection: nil, reconnect: { _ in bytes }, clock: DispatchClock())
-    }
-
     init(
         bytes: APIByteStream, reconnection: APIReconnection?, reconnect: @escaping @Sendable (String?) -> APIByteStream,
         clock: any APIClock

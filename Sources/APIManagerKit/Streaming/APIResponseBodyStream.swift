@@ -85,22 +85,19 @@ final class StreamBuffer: Sendable {
 
     /// The stream ends: with the task's end, or when the body is complete.
     func finish(_ result: Result<Void, APIError>) {
-        let (waiter, whenReady, hasChunks) = state.withLock {
-            state -> (CheckedContinuation<Data?, any Error>?, (@Sendable () -> Void)?, Bool) in
-            guard state.end == nil else { return (nil, nil, true) }
+        // A waiting consumer means nothing is held: it gets the end at once.
+        let (waiter, whenReady) = state.withLock {
+            state -> (CheckedContinuation<Data?, any Error>?, (@Sendable () -> Void)?) in
+            guard state.end == nil else { return (nil, nil) }
             state.end = result
             defer {
                 state.waiter = nil
                 state.whenReady = nil
             }
-            return (state.waiter, state.whenReady, state.head < state.chunks.count)
+            return (state.waiter, state.whenReady)
         }
         whenReady?()
-        guard let waiter, !hasChunks else { return }
-        switch result {
-        case .success: waiter.resume(returning: nil)
-        case .failure(let error): waiter.resume(throwing: error)
-        }
+        waiter?.resume(with: result.map { nil })
     }
 
     /// The next part; `nil` at the end. Throws the task's error.

@@ -58,8 +58,7 @@ public struct APIDownload: Sendable, Hashable {
 /// transport that supports downloads calls ``begin(statusCode:headers:)`` when the head arrives,
 /// then ``write(_:)`` for each part of a body it was told to write (a `2xx` one), and keeps any
 /// other response's body in memory as usual. It may call these from any thread, one at a time.
-public final class APIResponseBodyFile: @unchecked Sendable {
-    // @unchecked: `state` is read and written only under `lock`.
+public final class APIResponseBodyFile: Sendable {
 
     /// The file's state, as the transport left it.
     struct State {
@@ -77,8 +76,7 @@ public final class APIResponseBodyFile: @unchecked Sendable {
     let requestURL: URL?
     /// The bytes already on disk that the request asked the rest of (`Range`); 0 for none.
     public let resumeOffset: Int64
-    private let lock = NSLock()
-    private var state = State()
+    private let state = LockedState(State())
 
     init(download: APIDownload, requestURL: URL?, resumeOffset: Int64) {
         self.download = download
@@ -118,7 +116,7 @@ public final class APIResponseBodyFile: @unchecked Sendable {
                 url: requestURL, validator: Self.validator(etag: header("ETag"), lastModified: header("Last-Modified"))
             )
             .save(to: download.resumeRecord)
-            lock.withLock {
+            state.withLock { state in
                 state.handle = handle
                 state.writing = true
                 state.startedAt = append ? resumeOffset : 0
@@ -134,7 +132,7 @@ public final class APIResponseBodyFile: @unchecked Sendable {
     /// download's ``APIDownload/maxSize``, and the file system's error (a full disk) as
     /// ``APIError/transport(underlying:)``.
     public func write(_ data: Data) throws {
-        let (handle, total) = lock.withLock { (state.handle, state.written + Int64(data.count)) }
+        let (handle, total) = state.withLock { ($0.handle, $0.written + Int64(data.count)) }
         guard let handle else { return }
         if let limit = download.maxSize, total > limit {
             throw fail(.responseTooLarge(limit: Int(clamping: limit)))
@@ -144,29 +142,29 @@ public final class APIResponseBodyFile: @unchecked Sendable {
         } catch {
             throw fail(.transport(underlying: error))
         }
-        lock.withLock { state.written = total }
+        state.withLock { $0.written = total }
     }
 
     /// The bytes of the file so far (the resumed part included).
-    public var writtenBytes: Int64 { lock.withLock { state.written } }
+    public var writtenBytes: Int64 { state.withLock { $0.written } }
 
     /// Whether the body went to the file.
-    var isWriting: Bool { lock.withLock { state.writing } }
+    var isWriting: Bool { state.withLock { $0.writing } }
 
     /// The bytes this response wrote (the resumed part not included).
-    public var receivedBytes: Int64 { lock.withLock { state.written - state.startedAt } }
+    public var receivedBytes: Int64 { state.withLock { $0.written - $0.startedAt } }
 
     /// A failure of writing, kept so the engine reports it (and removes the partial file).
     private func fail(_ error: APIError) -> APIError {
-        lock.withLock { state.failure = error }
+        state.withLock { $0.failure = error }
         return error
     }
 
-    var failure: APIError? { lock.withLock { state.failure } }
+    var failure: APIError? { state.withLock { $0.failure } }
 
     /// Closes the file.
     func close() {
-        let handle = lock.withLock { () -> FileHandle? in
+        let handle = state.withLock { state -> FileHandle? in
             defer { state.handle = nil }
             return state.handle
         }

@@ -297,26 +297,25 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let declared = bodiless ? 0 : response.expectedContentLength
         let codings = APIHTTPRules.contentCodings(
             (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
-        let tooLarge: URLSessionTask? = state.withLock { state in
+        // One locked step: refuse a length past the limit, or say where the body goes.
+        typealias Sinks = (file: APIResponseBodyFile?, stream: APIResponseBodyStream?)
+        let (tooLarge, sinks) = state.withLock { state -> (URLSessionTask?, Sinks) in
             let identifier = dataTask.taskIdentifier
-            guard let transfer = state.transfers[identifier] else { return nil }
+            guard let transfer = state.transfers[identifier] else { return (nil, (nil, nil)) }
             let limit = transfer.maxBodySize
-            // A download's or a stream's 2xx body does not stay in memory: the limit does not apply.
-            if transfer.options.responseBodyFile != nil || transfer.options.responseBodyStream != nil,
-                (200..<300).contains(status)
-            {
-                return nil
-            }
-            if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
-                state.transfers[identifier]?.bodyTooLarge = true
-                return dataTask
-            }
+            let sinks: Sinks = (transfer.options.responseBodyFile, transfer.options.responseBodyStream)
             // A compressed body's announced length is not the length of the bytes counted.
             if declared >= 0, codings.isEmpty { state.transfers[identifier]?.expectedBytes = declared }
+            // A download's or a stream's 2xx body does not stay in memory: the limit does not apply.
+            if sinks.file != nil || sinks.stream != nil, (200..<300).contains(status) { return (nil, sinks) }
+            if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
+                state.transfers[identifier]?.bodyTooLarge = true
+                return (dataTask, sinks)
+            }
             if declared > 0 {
                 state.transfers[identifier]?.body.reserveCapacity(Int(min(declared, Int64(limit ?? 16 << 20))))
             }
-            return nil
+            return (nil, sinks)
         }
         if let tooLarge {
             // The Linux URLSession ignores the disposition, so the task is cancelled as well.
@@ -324,12 +323,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             tooLarge.cancel()
             return
         }
-        let (file, stream) = state.withLock { state in
-            (
-                state.transfers[dataTask.taskIdentifier]?.options.responseBodyFile,
-                state.transfers[dataTask.taskIdentifier]?.options.responseBodyStream
-            )
-        }
+        let (file, stream) = sinks
         if let stream, let http = response as? HTTPURLResponse {
             let streams = stream.begin(
                 statusCode: http.statusCode, headers: ResponseHeaders(response: http).allFields())
@@ -353,30 +347,52 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         completionHandler(.allow)
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+    /// Where a part of a body goes, decided in one locked step.
+    private enum Destination {
         typealias Progress = (report: APIProgressReporter, bytes: Int64, expected: Int64?)
-        let (tooLarge, progress) = state.withLock { state -> (URLSessionTask?, Progress?) in
+        /// Kept in memory (the common case); `tooLarge` is the task to cancel past the limit.
+        case memory(tooLarge: URLSessionTask?, progress: Progress?)
+        /// To a stream's consumer; `progress.bytes` counts what was streamed with this part.
+        case stream(APIResponseBodyStream, StreamPause, progress: Progress?)
+        /// To a download's file (which counts its bytes).
+        case file(APIResponseBodyFile, progress: (report: APIProgressReporter, expected: Int64?)?)
+        case nowhere
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let destination = state.withLock { state -> Destination in
             let identifier = dataTask.taskIdentifier
             // Fields are read in place: a copy of the transfer would share its body, and the append
             // below would then copy the whole body every time (quadratic).
             guard let index = state.transfers.index(forKey: identifier),
                 !state.transfers.values[index].bodyTooLarge
-            else { return (nil, nil) }
-            if state.transfers.values[index].writesToFile || state.transfers.values[index].streams {
-                // Written below, without the lock; the file counts the bytes.
-                return (nil, state.transfers.values[index].options.progress.map { ($0, -1, nil) })
+            else { return .nowhere }
+            let options = state.transfers.values[index].options
+            let expected = state.transfers.values[index].expectedBytes
+            if state.transfers.values[index].streams, let stream = options.responseBodyStream,
+                let pause = state.transfers.values[index].pause
+            {
+                state.transfers.values[index].streamed += Int64(data.count)
+                let streamed = state.transfers.values[index].streamed
+                return .stream(stream, pause, progress: options.progress.map { ($0, streamed, expected) })
+            }
+            if state.transfers.values[index].writesToFile, let file = options.responseBodyFile {
+                return .file(file, progress: options.progress.map { ($0, expected) })
             }
             let received = state.transfers.values[index].body.count + data.count
             if let limit = state.transfers.values[index].maxBodySize, received > limit {
                 state.transfers.values[index].bodyTooLarge = true
                 state.transfers.values[index].body = Data()
-                return (dataTask, nil)
+                return .memory(tooLarge: dataTask, progress: nil)
             }
             state.transfers.values[index].body.append(data)
-            let transfer = state.transfers.values[index]
-            return (nil, transfer.options.progress.map { ($0, Int64(received), transfer.expectedBytes) })
+            return .memory(tooLarge: nil, progress: options.progress.map { ($0, Int64(received), expected) })
         }
-        if let (stream, pause) = streamOf(dataTask) {
+        switch destination {
+        case .memory(let tooLarge, let progress):
+            tooLarge?.cancel()
+            if let progress { progress.report(.download, progress.bytes, progress.expected) }
+        case .stream(let stream, let pause, let progress):
             let goOn = stream.write(data) { pause.ready(dataTask) }
             #if !canImport(FoundationNetworking)
             if !goOn { pause.pause(dataTask) }
@@ -385,48 +401,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // body is not held back there (see the README's note on streamed responses).
             _ = goOn
             #endif
-            if let progress {
-                let expected = state.withLock { $0.transfers[dataTask.taskIdentifier]?.expectedBytes }
-                let received = state.withLock { state -> Int64 in
-                    state.transfers[dataTask.taskIdentifier]?.streamed += Int64(data.count)
-                    return state.transfers[dataTask.taskIdentifier]?.streamed ?? 0
-                }
-                progress.report(.download, received, expected)
-            }
-            return
-        }
-        if let file = fileOf(dataTask) {
+            if let progress { progress.report(.download, progress.bytes, progress.expected) }
+        case .file(let file, let progress):
             do {
                 try file.write(data)
             } catch {
                 dataTask.cancel()  // the file keeps the failure; the engine reports it
                 return
             }
-            if let progress {
-                let expected = state.withLock { $0.transfers[dataTask.taskIdentifier]?.expectedBytes }
-                progress.report(.download, file.receivedBytes, expected)
-            }
-            return
-        }
-        tooLarge?.cancel()
-        if let progress { progress.report(.download, progress.bytes, progress.expected) }
-    }
-
-    /// The stream a task's body goes to, once its head said so, and what suspends the task.
-    private func streamOf(_ task: URLSessionTask) -> (APIResponseBodyStream, StreamPause)? {
-        state.withLock { state in
-            guard let transfer = state.transfers[task.taskIdentifier], transfer.streams,
-                let stream = transfer.options.responseBodyStream, let pause = transfer.pause
-            else { return nil }
-            return (stream, pause)
-        }
-    }
-
-    /// The download file a task's body goes to, once its head said so.
-    private func fileOf(_ task: URLSessionTask) -> APIResponseBodyFile? {
-        state.withLock { state in
-            guard let transfer = state.transfers[task.taskIdentifier], transfer.writesToFile else { return nil }
-            return transfer.options.responseBodyFile
+            if let progress { progress.report(.download, file.receivedBytes, progress.expected) }
+        case .nowhere:
+            break
         }
     }
 
@@ -546,32 +531,34 @@ struct ResponseHeaders: APIHeaderSource, @unchecked Sendable {
 /// Suspends a streaming task while its consumer is behind and resumes it when the consumer has
 /// caught up, whichever of the two comes first. Apple platforms only: on Linux, FoundationNetworking
 /// goes on reading a suspended task and its resume can leave it stalled.
-final class StreamPause: @unchecked Sendable {
-    // @unchecked: `suspended` and `readyEarly` are only touched under `lock`.
-    private let lock = NSLock()
-    private var suspended = false
-    private var readyEarly = false
+final class StreamPause: Sendable {
+    private struct State {
+        var suspended = false
+        var readyEarly = false
+    }
+
+    private let state = LockedState(State())
 
     /// The consumer is behind: the task is suspended, unless it caught up already.
     func pause(_ task: URLSessionTask) {
-        lock.withLock {
-            if readyEarly {
-                readyEarly = false
+        state.withLock { state in
+            if state.readyEarly {
+                state.readyEarly = false
                 return
             }
-            suspended = true
+            state.suspended = true
             task.suspend()
         }
     }
 
     /// The consumer caught up: a suspended task resumes.
     func ready(_ task: URLSessionTask) {
-        lock.withLock {
-            if suspended {
-                suspended = false
+        state.withLock { state in
+            if state.suspended {
+                state.suspended = false
                 task.resume()
             } else {
-                readyEarly = true
+                state.readyEarly = true
             }
         }
     }

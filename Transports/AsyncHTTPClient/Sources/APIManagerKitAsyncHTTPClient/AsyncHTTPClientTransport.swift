@@ -378,16 +378,12 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
             }
         }
         if let stream {
-            var headers: [String: String] = [:]
-            for (name, value) in head.headers { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
-            streams = stream.begin(statusCode: Int(head.status.code), headers: headers)
+            streams = stream.begin(statusCode: Int(head.status.code), headers: Self.dictionary(head.headers))
             if streams { return task.eventLoop.makeSucceededVoidFuture() }
         }
         if let file {
             do {
-                var headers: [String: String] = [:]
-                for (name, value) in head.headers { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
-                writesToFile = try file.begin(statusCode: Int(head.status.code), headers: headers)
+                writesToFile = try file.begin(statusCode: Int(head.status.code), headers: Self.dictionary(head.headers))
             } catch {
                 return task.eventLoop.makeFailedFuture(error)
             }
@@ -444,6 +440,13 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         progress?(.download, Int64(body?.readableBytes ?? 0), expectedDownload)
         return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// The head's fields by name, repeated ones joined with commas.
+    private static func dictionary(_ headers: HTTPHeaders) -> [String: String] {
+        var fields: [String: String] = [:]
+        for (name, value) in headers { fields[name] = fields[name].map { $0 + ", " + value } ?? value }
+        return fields
     }
 
     func didFinishRequest(task: HTTPClient.Task<APIRawResponse>) throws -> APIRawResponse {
