@@ -37,17 +37,10 @@ if [[ "${1:-}" == "--instructions" ]]; then
     fi
 fi
 
-if ! command -v nginx > /dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
-    echo "== Installing nginx-light" >&2
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2
-fi
-nginx_binary=$(command -v nginx || echo /usr/sbin/nginx)
-
+source Scripts/nginx.sh
+nginx_binary=$(nginx_binary)
 root=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$root/www" "$root/temp"
-chmod 755 "$root"  # nginx workers run as another user and must read the files
+mkdir -p "$root/www"
 # A 205-byte JSON body and a 64 KiB binary body.
 python3 - "$root/www" <<'PY'
 import json, os, sys
@@ -57,43 +50,18 @@ assert len(body) == 205, len(body)
 open(os.path.join(sys.argv[1], "small.json"), "w").write(body)
 open(os.path.join(sys.argv[1], "large.bin"), "wb").write(bytes(i % 251 for i in range(65536)))
 PY
-chmod -R a+rX "$root/www"
-cat > "$root/nginx.conf" <<CONF
-worker_processes 1;
-daemon on;
-pid $root/nginx.pid;
-error_log $root/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 10000000;
-    keepalive_timeout 120;
-    client_body_temp_path $root/temp;
-    proxy_temp_path $root/temp;
-    fastcgi_temp_path $root/temp;
-    uwsgi_temp_path $root/temp;
-    scgi_temp_path $root/temp;
-    types { application/json json; application/octet-stream bin; }
-    server {
-        listen 127.0.0.1:$port;
-        root $root/www;
-    }
-}
-CONF
 # On two or more CPUs, nginx gets the last one and the client the others, so they do not take
 # turns on one core (the noise then drops from about ±10 % to ±1 %).
 cpus=$(nproc)
 if ((cpus >= 2)); then
-    server_cpu=$((cpus - 1))
-    client_cpus="0-$((cpus - 2))"
-    taskset -c "$server_cpu" "$nginx_binary" -c "$root/nginx.conf" -p "$root"
-    pin=(taskset -c "$client_cpus")
+    nginx_start "$root" $((cpus - 1))
+    pin=(taskset -c "0-$((cpus - 2))")
 else
-    "$nginx_binary" -c "$root/nginx.conf" -p "$root"
+    nginx_start "$root"
     pin=()
 fi
-trap 'kill "$(cat "$root/nginx.pid")" 2> /dev/null || true; rm -rf "$root"' EXIT
-curl -fsS "http://127.0.0.1:$port/small.json" > /dev/null
+port=$NGINX_PORT
+trap 'nginx_stop "$root"; rm -rf "$root"' EXIT
 
 if $ahc; then
     swift build -c release --package-path Transports/AsyncHTTPClient --product HTTPBenchmarkAHC >&2

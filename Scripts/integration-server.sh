@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts the integration tests' HTTP server (httpbin + fixtures under gunicorn) on two loopback
 # ports, and a hostile raw-socket server (Tests/IntegrationServer/raw_server.py) on a third,
+# and nginx (Scripts/nginx.sh, installed from Debian's packages if missing) on a fourth, serving
+# files it generates (a 64 MiB big.bin) from .build-venv/nginx/www, with Range support,
 # installing them first into .build-venv if needed, and prints the exports the tests read:
 #   eval "$(bash Scripts/integration-server.sh start)"   ...   bash Scripts/integration-server.sh stop
 set -euo pipefail
@@ -8,6 +10,8 @@ cd "$(dirname "$0")/.."
 venv="$PWD/.build-venv"
 pidfile="$venv/gunicorn.pid"
 rawpidfile="$venv/raw-server.pid"
+nginxroot="$venv/nginx"
+source Scripts/nginx.sh
 
 case "${1:-start}" in
 start)
@@ -26,6 +30,10 @@ for s in sockets:
 PY
 )
     read -r first second third <<< "$ports"
+    rm -rf "$nginxroot"
+    mkdir -p "$nginxroot/www"
+    head -c $((64 << 20)) /dev/urandom > "$nginxroot/www/big.bin"
+    nginx_start "$nginxroot" >&2
     nohup "$venv/bin/python" Tests/IntegrationServer/raw_server.py "$third" > "$venv/raw-server.log" 2>&1 &
     echo $! > "$rawpidfile"
     "$venv/bin/gunicorn" --chdir Tests/IntegrationServer --bind "127.0.0.1:$first" --bind "127.0.0.1:$second" \
@@ -37,6 +45,8 @@ PY
             echo "export APIMANAGERKIT_TEST_SERVER=http://127.0.0.1:$first"
             echo "export APIMANAGERKIT_TEST_SERVER_2=http://127.0.0.1:$second"
             echo "export APIMANAGERKIT_RAW_SERVER=http://127.0.0.1:$third"
+            echo "export APIMANAGERKIT_NGINX=http://127.0.0.1:$NGINX_PORT"
+            echo "export APIMANAGERKIT_NGINX_ROOT=$nginxroot/www"
             exit 0
         fi
         sleep 0.1
@@ -46,6 +56,7 @@ PY
     exit 1
     ;;
 stop)
+    nginx_stop "$nginxroot"
     for file in "$pidfile" "$rawpidfile"; do
         if [[ -f "$file" ]]; then
             kill "$(cat "$file")" 2> /dev/null || true

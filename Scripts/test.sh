@@ -12,7 +12,8 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/CodeSamplesTests.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/DecidedDifferencesTests.swift \
     Transports/AsyncHTTPClient/Playground/LiveTransports.swift \
-    Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift
+    Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift \
+    Transports/AsyncHTTPClient/Benchmarks/TransferBenchmark
 
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh
@@ -131,7 +132,7 @@ total=$((total + $(cat "$log.count")))
 # The suites that move hundreds of MiB (uploads, downloads, progress, streams) run on their own
 # after the rest: alongside them, the one-process test server answers the timing-sensitive tests
 # (a stalled body refused within 3 s) seconds late.
-transfers="UploadIntegrationTests|ProgressIntegrationTests|DownloadIntegrationTests|StreamingIntegrationTests"
+transfers="UploadIntegrationTests|ProgressIntegrationTests|DownloadIntegrationTests|StreamingIntegrationTests|NginxIntegrationTests"
 
 echo "== Integration tests against the real server"
 run_tests swift test --skip-build --filter APIManagerKitIntegrationTests --skip "$transfers"

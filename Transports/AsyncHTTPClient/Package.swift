@@ -62,6 +62,19 @@ let package = Package(
                 "OpenAPI/generate.sh",
             ]
         ),
+        // Big transfers (download, upload, multipart, a stalled stream) through the manager on each
+        // transport against the raw client of that transport: Scripts/benchmark-transfers.sh runs it.
+        .executableTarget(
+            name: "TransferBenchmark",
+            dependencies: [
+                "APIManagerKitAsyncHTTPClient", .product(name: "APIManagerKit", package: "APIManagerKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Benchmarks/TransferBenchmark"
+        ),
         // APIManagerKit's integration suite (linked as `Shared`), run on this transport against the
         // server Scripts/test.sh starts; skipped without it.
         .testTarget(

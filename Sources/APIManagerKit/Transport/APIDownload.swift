@@ -68,7 +68,13 @@ public final class APIResponseBodyFile: Sendable {
         var startedAt: Int64 = 0
         var writing = false
         var failure: APIError?
+        /// Parts received and not yet written: parts are written in runs of at least
+        /// ``APIResponseBodyFile/writeSize`` bytes (a transport may hand over 16 KiB at a time).
+        var pending = Data()
     }
+
+    /// The bytes gathered before one write to the file: 256 KiB.
+    static let writeSize = 256 << 10
 
     /// The download it is for.
     public let download: APIDownload
@@ -132,17 +138,25 @@ public final class APIResponseBodyFile: Sendable {
     /// download's ``APIDownload/maxSize``, and the file system's error (a full disk) as
     /// ``APIError/transport(underlying:)``.
     public func write(_ data: Data) throws {
-        let (handle, total) = state.withLock { ($0.handle, $0.written + Int64(data.count)) }
-        guard let handle else { return }
-        if let limit = download.maxSize, total > limit {
-            throw fail(.responseTooLarge(limit: Int(clamping: limit)))
+        let run = try state.withLock { state -> (FileHandle, Data)? in
+            guard let handle = state.handle else { return nil }
+            let total = state.written + Int64(data.count)
+            if let limit = download.maxSize, total > limit {
+                state.failure = .responseTooLarge(limit: Int(clamping: limit))
+                throw APIError.responseTooLarge(limit: Int(clamping: limit))
+            }
+            state.written = total
+            state.pending.append(data)
+            guard state.pending.count >= Self.writeSize else { return nil }
+            defer { state.pending = Data() }
+            return (handle, state.pending)
         }
+        guard let (handle, bytes) = run else { return }
         do {
-            try handle.write(contentsOf: data)
+            try handle.write(contentsOf: bytes)
         } catch {
             throw fail(.transport(underlying: error))
         }
-        state.withLock { $0.written = total }
     }
 
     /// The bytes of the file so far (the resumed part included).
@@ -162,13 +176,22 @@ public final class APIResponseBodyFile: Sendable {
 
     var failure: APIError? { state.withLock { $0.failure } }
 
-    /// Closes the file.
+    /// Writes what is pending and closes the file.
     func close() {
-        let handle = state.withLock { state -> FileHandle? in
-            defer { state.handle = nil }
-            return state.handle
+        let (handle, pending) = state.withLock { state -> (FileHandle?, Data) in
+            defer {
+                state.handle = nil
+                state.pending = Data()
+            }
+            return (state.handle, state.pending)
         }
-        try? handle?.close()
+        guard let handle else { return }
+        do {
+            if !pending.isEmpty { try handle.write(contentsOf: pending) }
+        } catch {
+            _ = fail(.transport(underlying: error))
+        }
+        try? handle.close()
     }
 
     // MARK: Rules
