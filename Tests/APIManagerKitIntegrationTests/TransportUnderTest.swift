@@ -28,11 +28,12 @@ enum TransportUnderTest {
 
     /// Whether a streamed body's consumer holds the transport back (backpressure). Not on Linux:
     /// suspending a running task does not stop FoundationNetworking from reading and queueing the
-    /// rest of the body for the delegate.
+    /// rest of the body for the delegate (the stream then keeps what is past its memory limit in a
+    /// temporary file).
     #if canImport(FoundationNetworking)
-    static let boundsStreamedBodyMemory = false
+    static let holdsStreamedBodiesBack = false
     #else
-    static let boundsStreamedBodyMemory = true
+    static let holdsStreamedBodiesBack = true
     #endif
 
     static func make() -> Transport { URLSessionTransport() }

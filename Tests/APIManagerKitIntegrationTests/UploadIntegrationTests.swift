@@ -40,7 +40,7 @@ struct UploadIntegrationTests {
             .appendingPathComponent("UploadIntegrationTests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent(name)
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         // One random MiB, each copy stamped with its index: a reordered or repeated chunk shows.
         var chunk = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })

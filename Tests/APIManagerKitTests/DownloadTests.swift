@@ -190,6 +190,50 @@ struct DownloadTests {
         #expect(!FileManager.default.fileExists(atPath: APIDownload(to: other).partialFile.path))
     }
 
+    /// Writes what the test says into the download's file, and answers only when told, even after
+    /// a cancellation (as URLSession delivers parts it already read).
+    final class LateTransport: APITransport, @unchecked Sendable {
+        // @unchecked: touched by the test's thread only (the engine runs inline).
+        var file: APIResponseBodyFile?
+        var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
+        var cancelled = false
+        func send(
+            _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            send(request, options: APITransportOptions(), completion: completion)
+        }
+        func send(
+            _ request: URLRequest, options: APITransportOptions,
+            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            file = options.responseBodyFile
+            self.completion = completion
+            return Cancel(transport: self)
+        }
+        struct Cancel: APICancellable, @unchecked Sendable {
+            let transport: LateTransport
+            func cancel() { transport.cancelled = true }
+        }
+    }
+
+    @Test func partsArrivingAfterACancellationAreDroppedSoTheResumeIsWhole() throws {
+        let transport = LateTransport()
+        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let task = files.send(FileRequest(download: APIDownload(to: destination)))
+        let file = try #require(transport.file)
+        #expect(try file.begin(statusCode: 200, headers: ["ETag": "\"v1\""]))
+        try file.write(Self.full.prefix(300))
+        task.cancel()
+        #expect(transport.cancelled)
+        // The transport had more in hand: it writes it, then says it was cancelled.
+        try file.write(Self.full[300..<600])
+        transport.completion?(.failure(URLError(.cancelled)))
+        let partial = try Data(contentsOf: APIDownload(to: destination).partialFile)
+        #expect(partial == Self.full.prefix(300), "what arrived before the cancellation, and only that")
+        files.send(FileRequest(download: APIDownload(to: destination)))
+        #expect(transport.file?.resumeOffset == 300)
+    }
+
     @Test func aDownloadPastItsSizeLimitFailsAndLeavesNothing() {
         let (clock, _, files) = make { _ in Self.whole() }
         let task = files.send(FileRequest(download: APIDownload(to: destination, maxSize: 600)))

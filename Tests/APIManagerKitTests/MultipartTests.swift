@@ -111,6 +111,38 @@ struct MultipartTests {
         #expect(throws: APIError.self) { try scanner.check(Data("tier def".utf8)) }
     }
 
+    @Test(arguments: [1, 2, 3, 9, 10, 64])
+    func theDelimiterIsFoundWhateverTheChunkSize(chunkSize: Int) throws {
+        for text in ["--frontier", "x--frontier", "--frontierx", "a b c --frontier d e f", "---frontier"] {
+            var scanner = DelimiterScanner(delimiter: Data("--frontier".utf8))
+            let bytes = Array(text.utf8)
+            let found =
+                (try? stride(from: 0, to: bytes.count, by: chunkSize).forEach { start in
+                    try scanner.check(Data(bytes[start..<min(start + chunkSize, bytes.count)]))
+                }) == nil
+            #expect(found, "\(text.debugDescription) in chunks of \(chunkSize)")
+        }
+        var clean = DelimiterScanner(delimiter: Data("--frontier".utf8))
+        let bytes = Array("--fronti -frontier --frontie r".utf8)
+        for start in stride(from: 0, to: bytes.count, by: chunkSize) {
+            try clean.check(Data(bytes[start..<min(start + chunkSize, bytes.count)]))
+        }
+    }
+
+    @Test func theDelimiterSearchAgreesWithANaiveOneOnRandomBytes() {
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let needle = Data((0..<Int.random(in: 1...4, using: &random)).map { _ in UInt8.random(in: 0...2) })
+            let hay = Data((0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...2) })
+            let naive =
+                hay.count >= needle.count
+                && (0...(hay.count - needle.count)).contains { start in
+                    hay[hay.startIndex + start..<hay.startIndex + start + needle.count].elementsEqual(needle)
+                }
+            #expect(DelimiterScanner.contains(hay, needle) == naive, "\(Array(hay)) / \(Array(needle))")
+        }
+    }
+
     @Test func aRandomBoundaryIsUniqueToTheForm() {
         #expect(APIMultipartFormData().boundary != APIMultipartFormData().boundary)
         #expect(APIMultipartFormData().boundary.count >= 30)

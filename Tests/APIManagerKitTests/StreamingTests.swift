@@ -143,6 +143,90 @@ struct StreamingTests {
         #expect(try await collect(feed.bytes(for: FeedRequest())) == [Self.body])
     }
 
+    /// 40 parts of 1 MiB, each part's bytes its own index, so order shows.
+    private static let parts = (0..<40).map { Data(repeating: UInt8($0), count: 1 << 20) }
+
+    @Test func aTransportThatDoesNotWaitSpillsPastTheMemoryLimitAndNothingIsLostOrReordered() async throws {
+        let buffer = StreamBuffer()
+        let stream = APIResponseBodyStream(buffer: buffer)
+        #expect(stream.begin(statusCode: 200, headers: [:]))
+        let readyCalls = LockedState(0)
+        for part in Self.parts {
+            // As URLSession on Linux: told to wait, it writes on.
+            _ = stream.write(part) { readyCalls.withLock { $0 += 1 } }
+        }
+        #expect(buffer.heldBytes <= APIResponseBodyStream.memoryLimit, "memory bounded: \(buffer.heldBytes)")
+        #expect(buffer.spilledBytes == Int64(40 << 20) - Int64(buffer.heldBytes), "the rest waits on disk")
+        buffer.finish(.success(()))
+        var received = Data()
+        while let chunk = try await buffer.next() { received.append(chunk) }
+        #expect(received == Self.parts.reduce(Data(), +), "every byte, in order, the end after them")
+        #expect(buffer.spilledBytes == 0)
+        #expect(readyCalls.withLock { $0 } == 1, "the transport was told once to go on")
+    }
+
+    @Test func partsArrivingWhileTheOverflowDrainsQueueBehindIt() async throws {
+        let buffer = StreamBuffer()
+        let stream = APIResponseBodyStream(buffer: buffer)
+        _ = stream.begin(statusCode: 200, headers: [:])
+        for part in Self.parts[0..<20] { _ = stream.write(part) {} }
+        var received = Data()
+        // Read past memory into the overflow, then more parts come.
+        for _ in 0..<12 { received.append(try await buffer.next() ?? Data()) }
+        #expect(buffer.spilledBytes > 0)
+        for part in Self.parts[20...] { _ = stream.write(part) {} }
+        buffer.finish(.success(()))
+        while let chunk = try await buffer.next() { received.append(chunk) }
+        #expect(received == Self.parts.reduce(Data(), +))
+    }
+
+    @Test func aStreamFailingWithPartsOnDiskGivesThemBeforeTheError() async throws {
+        let buffer = StreamBuffer()
+        let stream = APIResponseBodyStream(buffer: buffer)
+        _ = stream.begin(statusCode: 200, headers: [:])
+        for part in Self.parts[0..<12] { _ = stream.write(part) {} }
+        buffer.finish(.failure(.transport(underlying: URLError(.networkConnectionLost))))
+        var received = 0
+        await #expect(throws: APIError.self) {
+            while let chunk = try await buffer.next() { received += chunk.count }
+        }
+        #expect(received == 12 << 20)
+    }
+
+    @Test func aManagerOnATransportThatDoesNotWaitStreamsEveryByteInBoundedMemory() async throws {
+        /// Writes the whole body at once and ignores every request to wait.
+        struct EagerTransport: APITransport {
+            func send(
+                _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+            ) -> any APICancellable {
+                send(request, options: APITransportOptions(), completion: completion)
+            }
+            func send(
+                _ request: URLRequest, options: APITransportOptions,
+                completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+            ) -> any APICancellable {
+                DispatchQueue.global().async {
+                    let stream = options.responseBodyStream
+                    _ = stream?.begin(statusCode: 200, headers: [:])
+                    for part in StreamingTests.parts { _ = stream?.write(part) {} }
+                    completion(.success(APIRawResponse(statusCode: 200)))
+                }
+                return NothingToCancel()
+            }
+        }
+        let (_, _, feed, _) = make(.status(200), transport: EagerTransport())
+        let stream = feed.bytes(for: FeedRequest())
+        var received = Data()
+        var mostHeld = 0
+        for try await chunk in stream {
+            received.append(chunk)
+            mostHeld = max(mostHeld, stream.bufferedBytes)
+        }
+        #expect(received == Self.parts.reduce(Data(), +))
+        #expect(mostHeld <= APIResponseBodyStream.memoryLimit)
+        #expect(stream.task.state.name == "finished")
+    }
+
     @Test func serverSentEventsArriveAsTheyAreComplete() async throws {
         let text = "retry: 3000\nid: 1\ndata: hello\n\n: keep-alive\nevent: update\nid: 2\ndata: {\"n\":2}\n\ndata: cut"
         let (clock, _, feed, _) = make(.status(200, body: Data(text.utf8)).inChunks(7, every: 0.1))

@@ -177,6 +177,7 @@ extension APIEngine {
         tellStarted(attempt, kind: .started)
         // Off the transport's callback queue: responses of different tasks build in parallel.
         let handle = transport.send(request, options: options) { attempt.transportAnswered($0) }
+        if let file = attempt.download { return .sent(ClosingDownload(file: file, transfer: handle)) }
         return .sent(handle)
     }
 

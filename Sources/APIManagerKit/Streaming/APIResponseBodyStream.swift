@@ -9,12 +9,17 @@ import Foundation
 /// **Backpressure.** ``write(_:whenReady:)`` returns `false` once the consumer is more than
 /// ``highWater`` bytes behind: the transport then reads no more until `whenReady` is called (when
 /// the consumer has caught up to ``lowWater``), so a slow consumer never makes memory grow without
-/// bound.
+/// bound. A transport that cannot stop reading (URLSession on Linux) goes on writing: past
+/// ``memoryLimit`` the parts wait in a temporary file (unlinked at once, so nothing is left behind)
+/// and reach the consumer from there, in order; memory stays bounded and nothing is lost.
 public final class APIResponseBodyStream: Sendable {
     /// The most bytes held for the consumer before the transport is asked to wait: 4 MiB.
     public static let highWater = 4 << 20
     /// The bytes held at which a waiting transport goes on: 1 MiB.
     public static let lowWater = 1 << 20
+    /// The most bytes held in memory for the consumer, whatever the transport: 8 MiB. Parts written
+    /// past it (by a transport that did not wait) go to a temporary file.
+    public static let memoryLimit = 8 << 20
 
     let buffer: StreamBuffer
     private let streaming = LockedState(false)
@@ -50,6 +55,8 @@ final class StreamBuffer: Sendable {
         var head = 0
         var bytes = 0
         var pushed = 0
+        /// Parts that came past ``APIResponseBodyStream/memoryLimit``, after every part in `chunks`.
+        var overflow: SpillFile?
         var waiter: CheckedContinuation<Data?, any Error>?
         var whenReady: (@Sendable () -> Void)?
         var end: Result<Void, APIError>?
@@ -69,6 +76,23 @@ final class StreamBuffer: Sendable {
             if let waiter = state.waiter {
                 state.waiter = nil
                 return (waiter, true)
+            }
+            // Once a part waits on disk, every later one does, so they stay in order.
+            if state.overflow?.isEmpty == false {
+                state.whenReady = whenReady
+                if state.overflow?.append(data) != true {
+                    // Kept in memory it would overtake the parts on disk: the stream fails after them.
+                    state.end = .failure(.transport(underlying: CocoaError(.fileWriteUnknown)))
+                }
+                return (nil, false)
+            }
+            if state.bytes + data.count > APIResponseBodyStream.memoryLimit {
+                if state.overflow == nil { state.overflow = SpillFile() }
+                if state.overflow?.append(data) == true {
+                    state.whenReady = whenReady
+                    return (nil, false)
+                }
+                // No file: kept in memory, nothing is lost.
             }
             state.chunks.append(data)
             state.bytes += data.count
@@ -113,11 +137,26 @@ final class StreamBuffer: Sendable {
                         state.head = 0
                     }
                     var ready: (@Sendable () -> Void)?
-                    if state.bytes <= APIResponseBodyStream.lowWater {
+                    if state.bytes <= APIResponseBodyStream.lowWater, state.overflow?.isEmpty != false {
                         ready = state.whenReady
                         state.whenReady = nil
                     }
                     return (.success(chunk), ready)
+                }
+                if let overflow = state.overflow, !overflow.isEmpty {
+                    switch overflow.read(upTo: APIResponseBodyStream.lowWater) {
+                    case .success(let chunk):
+                        var ready: (@Sendable () -> Void)?
+                        if overflow.isEmpty {
+                            ready = state.whenReady
+                            state.whenReady = nil
+                        }
+                        return (.success(chunk), ready)
+                    case .failure(let error):
+                        state.end = .failure(error)
+                        state.overflow = nil
+                        return (.failure(error), nil)
+                    }
                 }
                 switch state.end {
                 case .success?: return (.success(nil), nil)
@@ -132,8 +171,11 @@ final class StreamBuffer: Sendable {
         }
     }
 
-    /// The bytes held for the consumer (tests).
+    /// The bytes held in memory for the consumer.
     var heldBytes: Int { state.withLock { $0.bytes } }
+
+    /// The bytes waiting in the overflow file.
+    var spilledBytes: Int64 { state.withLock { $0.overflow?.unread ?? 0 } }
 }
 
 /// A response body as it arrives: an async sequence of its parts (``APIManager/bytes(for:)``).
@@ -154,9 +196,15 @@ public struct APIByteStream: AsyncSequence, Sendable {
         Iterator(consumer: Consumer(task: task, buffer: buffer, manager: manager))
     }
 
-    /// The bytes received and not yet read: at most about ``APIResponseBodyStream/highWater`` plus
-    /// what the transport had in hand when it was asked to wait.
+    /// The bytes received and not yet read that are held in memory: at most about
+    /// ``APIResponseBodyStream/highWater`` plus what the transport had in hand when it was asked to
+    /// wait, and never more than ``APIResponseBodyStream/memoryLimit``.
     public var bufferedBytes: Int { buffer.heldBytes }
+
+    /// The bytes received and not yet read that wait in a temporary file: 0 unless the transport
+    /// could not wait for the consumer (URLSession on Linux) and ``bufferedBytes`` reached
+    /// ``APIResponseBodyStream/memoryLimit``.
+    public var spilledBytes: Int64 { buffer.spilledBytes }
 
     /// Reads the parts in order.
     public struct Iterator: AsyncIteratorProtocol {
@@ -197,6 +245,65 @@ public struct APIByteStream: AsyncSequence, Sendable {
 
         deinit {
             if !ended.withLock({ $0 }) { task.cancel(reason: .concurrency) }
+        }
+    }
+}
+
+/// A temporary file that holds a stream's overflow, written at the end and read from the front.
+/// The file is unlinked as soon as it is open, so it goes when the handle closes (or the process
+/// ends). Used only under the stream buffer's lock.
+final class SpillFile: @unchecked Sendable {
+    // @unchecked: only touched under StreamBuffer's lock.
+    private let writer: FileHandle?
+    private let reader: FileHandle?
+    private var written: Int64 = 0
+    private var read: Int64 = 0
+
+    init() {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("apimanagerkit-stream-\(UUID().uuidString)")
+        if FileManager.default.createFile(atPath: url.path, contents: nil),
+            let writer = try? FileHandle(forWritingTo: url), let reader = try? FileHandle(forReadingFrom: url)
+        {
+            self.writer = writer
+            self.reader = reader
+        } else {
+            writer = nil
+            reader = nil
+        }
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    deinit {
+        try? writer?.close()
+        try? reader?.close()
+    }
+
+    var isEmpty: Bool { read == written }
+    var unread: Int64 { written - read }
+
+    /// Appends a part; `false` when it could not be written.
+    func append(_ data: Data) -> Bool {
+        guard let writer else { return false }
+        do {
+            try writer.write(contentsOf: data)
+        } catch {
+            return false
+        }
+        written += Int64(data.count)
+        return true
+    }
+
+    /// The next bytes, at most `limit`, in the order they were appended.
+    func read(upTo limit: Int) -> Result<Data, APIError> {
+        guard let reader else { return .failure(.transport(underlying: CocoaError(.fileReadUnknown))) }
+        do {
+            let data = try reader.read(upToCount: Int(min(Int64(limit), unread))) ?? Data()
+            guard !data.isEmpty else { return .failure(.transport(underlying: CocoaError(.fileReadCorruptFile))) }
+            read += Int64(data.count)
+            return .success(data)
+        } catch {
+            return .failure(.transport(underlying: error))
         }
     }
 }

@@ -138,8 +138,9 @@ public final class APIResponseBodyFile: Sendable {
     /// download's ``APIDownload/maxSize``, and the file system's error (a full disk) as
     /// ``APIError/transport(underlying:)``.
     public func write(_ data: Data) throws {
-        let run = try state.withLock { state -> (FileHandle, Data)? in
-            guard let handle = state.handle else { return nil }
+        // The file is written under the lock, so a run cannot land after the one `close()` flushes.
+        try state.withLock { state in
+            guard let handle = state.handle else { return }
             let total = state.written + Int64(data.count)
             if let limit = download.maxSize, total > limit {
                 state.failure = .responseTooLarge(limit: Int(clamping: limit))
@@ -147,15 +148,14 @@ public final class APIResponseBodyFile: Sendable {
             }
             state.written = total
             state.pending.append(data)
-            guard state.pending.count >= Self.writeSize else { return nil }
+            guard state.pending.count >= Self.writeSize else { return }
             defer { state.pending = Data() }
-            return (handle, state.pending)
-        }
-        guard let (handle, bytes) = run else { return }
-        do {
-            try handle.write(contentsOf: bytes)
-        } catch {
-            throw fail(.transport(underlying: error))
+            do {
+                try handle.write(contentsOf: state.pending)
+            } catch {
+                state.failure = .transport(underlying: error)
+                throw APIError.transport(underlying: error)
+            }
         }
     }
 
@@ -178,20 +178,17 @@ public final class APIResponseBodyFile: Sendable {
 
     /// Writes what is pending and closes the file.
     func close() {
-        let (handle, pending) = state.withLock { state -> (FileHandle?, Data) in
-            defer {
-                state.handle = nil
-                state.pending = Data()
+        state.withLock { state in
+            guard let handle = state.handle else { return }
+            do {
+                if !state.pending.isEmpty { try handle.write(contentsOf: state.pending) }
+            } catch {
+                state.failure = .transport(underlying: error)
             }
-            return (state.handle, state.pending)
+            try? handle.close()
+            state.handle = nil
+            state.pending = Data()
         }
-        guard let handle else { return }
-        do {
-            if !pending.isEmpty { try handle.write(contentsOf: pending) }
-        } catch {
-            _ = fail(.transport(underlying: error))
-        }
-        try? handle.close()
     }
 
     // MARK: Rules

@@ -398,7 +398,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             if !goOn { pause.pause(dataTask) }
             #else
             // On Linux a suspended running task reads on regardless, and may never resume: the
-            // body is not held back there (see the README's note on streamed responses).
+            // body is not held back there; the stream keeps what is past its memory limit in a
+            // temporary file (see the README's note on streamed responses).
             _ = goOn
             #endif
             if let progress { progress.report(.download, progress.bytes, progress.expected) }

@@ -113,6 +113,14 @@ final class TransferAPI: APIManager {
     }
 }
 
+final class CompletionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    let done: @Sendable () -> Void
+    init(done: @escaping @Sendable () -> Void) { self.done = done }
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        done()
+    }
+}
+
 // MARK: Main
 
 let options = parseOptions()
@@ -190,6 +198,35 @@ func transfer() -> (bytes: Int64, held: Int?) {
             }
         }
         return (bytes, held.withLockedValue { $0 })
+    case ("transport", "upload"):
+        // The transport alone, sent a file body as the engine sends one (a calibration client).
+        guard let uploadFile else { fail("--file is needed") }
+        var request = URLRequest(url: sink)
+        request.httpMethod = "POST"
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        request.setValue(String(fileSize(uploadFile.path)), forHTTPHeaderField: "Content-Length")
+        request.httpBodyStream = InputStream(url: uploadFile)
+        var transportOptions = APITransportOptions()
+        transportOptions.bodyFile = uploadFile
+        return (
+            wait { done in
+                _ = transport.send(request, options: transportOptions) { result in
+                    done(result.map { _ in fileSize(uploadFile.path) })
+                }
+            }, nil
+        )
+    case ("rawDelegate", "upload"):
+        guard let uploadFile else { fail("--file is needed") }
+        var request = URLRequest(url: sink)
+        request.httpMethod = "POST"
+        return (
+            wait { done in
+                let delegate = CompletionDelegate(done: { done(.success(fileSize(uploadFile.path))) })
+                let session = URLSession(
+                    configuration: URLSessionTransport.defaultConfiguration, delegate: delegate, delegateQueue: nil)
+                session.uploadTask(with: request, fromFile: uploadFile).resume()
+            }, nil
+        )
     case ("raw", "download") where options.transport == "ahc":
         return (
             wait { done in

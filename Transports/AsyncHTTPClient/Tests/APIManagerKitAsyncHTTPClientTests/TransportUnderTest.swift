@@ -12,7 +12,7 @@ enum TransportUnderTest {
     /// Whether a kept-alive connection with bytes nobody asked for is closed instead of reused.
     static let refusesDesynchronizedConnections = true
     /// Whether a streamed body's consumer holds the transport back (backpressure).
-    static let boundsStreamedBodyMemory = true
+    static let holdsStreamedBodiesBack = true
 
     static func make() -> Transport { AsyncHTTPClientTransport() }
 }
