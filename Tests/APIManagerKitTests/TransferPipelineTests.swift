@@ -1,0 +1,125 @@
+// Streamed and downloaded tasks keep the rest of the pipeline (issue 21, item 7): the deadline,
+// interceptors, the cache (not used unless asked) and one terminal event; on the mock transport and
+// a virtual clock.
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Streams and downloads in the pipeline", .timeLimit(.minutes(1)))
+struct TransferPipelineTests {
+    struct TransferRequest: APIRequest {
+        var url = testBaseURL
+        var path = "/file"
+        var download: APIDownload?
+        var deadline: TimeInterval?
+        var cacheOption: APICacheOption = .networkOnly
+        var concurrencyScope: String?
+    }
+
+    final class Transfers: APIManager {
+        typealias Request = TransferRequest
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    static let body = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+    /// The body in 10 parts, one a second from 0 s, with a strong validator.
+    static let slow = MockTransport.Reply.status(200, headers: ["ETag": "\"v1\""], body: body).inChunks(10, every: 1)
+
+    let directory = ScratchDirectory()
+
+    private func make(
+        _ replies: MockTransport.Reply..., interceptors: [any APIInterceptor] = [], cache: APIResponseCache? = nil
+    ) -> (TestClock, MockTransport, Transfers, EventRecorder) {
+        let clock = TestClock()
+        let mock = MockTransport(clock: clock)
+        mock.stub(nil, "/file", replies: replies)
+        let transfers = Transfers(
+            engine: APIEngine(
+                transport: mock, clock: clock, delivery: .immediate, execution: .inline, cache: cache,
+                interceptors: interceptors))
+        let recorder = EventRecorder()
+        transfers.delegate = recorder
+        return (clock, mock, transfers, recorder)
+    }
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aStreamPastItsDeadlineThrowsAfterThePartsThatCame(scope: String?) async {
+        let (clock, _, transfers, recorder) = make(Self.slow)
+        let stream = transfers.bytes(for: TransferRequest(deadline: 3.5, concurrencyScope: scope))
+        clock.advance(by: 10)
+        var received = 0
+        await #expect {
+            for try await part in stream { received += part.count }
+        } throws: { error in
+            (error as? APIError)?.isTimeout == true
+        }
+        #expect(received == 400, "the parts of the first 3.5 s (at 0, 1, 2 and 3 s)")
+        #expect(stream.task.state.name == "timedOut")
+        #expect(recorder.events(of: stream.task).filter { !$0.hasPrefix("start") }.count == 1, "one terminal event")
+    }
+
+    @Test func aDownloadPastItsDeadlineKeepsItsPartAndTheNextRequestResumes() throws {
+        let (clock, mock, transfers, _) = make(Self.slow, .status(206, body: Data()))
+        let download = APIDownload(to: directory.url.appendingPathComponent("late.bin"))
+        let task = transfers.send(TransferRequest(download: download, deadline: 4.5))
+        clock.advance(by: 10)
+        #expect(task.state.name == "timedOut")
+        #expect(try Data(contentsOf: download.partialFile) == Self.body.prefix(500), "parts at 0 to 4 s")
+        #expect(!FileManager.default.fileExists(atPath: download.destination.path))
+        transfers.send(TransferRequest(download: download))
+        #expect(mock.records.last?.request.value(forHTTPHeaderField: "Range") == "bytes=500-")
+        #expect(mock.records.last?.request.value(forHTTPHeaderField: "If-Range") == "\"v1\"")
+    }
+
+    @Test func adaptersAndInspectorsSeeStreamedAndDownloadedTasks() async throws {
+        let inspected = LockedState<[String]>([])
+        let interceptor = ClosureInterceptor(
+            onAdapt: { request, _ in
+                var request = request
+                request.setValue("signed", forHTTPHeaderField: "X-Signature")
+                return request
+            },
+            onInspect: { response, attempt in
+                inspected.withLock { $0.append("\(response.statusCode) \(response.fileURL?.lastPathComponent ?? "-")") }
+                return .proceed
+            })
+        let (clock, mock, transfers, _) = make(Self.slow, Self.slow, interceptors: [interceptor])
+        let stream = transfers.bytes(for: TransferRequest())
+        let download = APIDownload(to: directory.url.appendingPathComponent("signed.bin"))
+        let task = transfers.send(TransferRequest(download: download))
+        clock.advance(by: 20)
+        var received = Data()
+        for try await part in stream { received.append(part) }
+        #expect(received == Self.body)
+        #expect(task.state.name == "finished")
+        #expect(try Data(contentsOf: download.destination) == Self.body)
+        #expect(mock.records.allSatisfy { $0.request.value(forHTTPHeaderField: "X-Signature") == "signed" })
+        #expect(inspected.withLock { $0.sorted() } == ["200 -", "200 signed.bin"])
+    }
+
+    @Test func streamsAndDownloadsAreNeitherStoredNorAnsweredFromTheCache() async throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let (clock, mock, transfers, _) = make(
+            .status(200, headers: ["Cache-Control": "max-age=600"], body: Self.body), interceptors: [], cache: cache)
+        let download = APIDownload(to: directory.url.appendingPathComponent("cached.bin"), ifExists: .replace)
+        transfers.send(TransferRequest(download: download))
+        clock.advance(by: 1)
+        var streamed = Data()
+        for try await part in transfers.bytes(for: TransferRequest(cacheOption: .fresh(maxAge: 600))) {
+            streamed.append(part)
+        }
+        transfers.send(TransferRequest(download: download, cacheOption: .fresh(maxAge: 600)))
+        clock.advance(by: 1)
+        #expect(streamed == Self.body)
+        #expect(mock.records.count == 3, "every one went to the network")
+        #expect(try Data(contentsOf: download.destination) == Self.body)
+    }
+}
