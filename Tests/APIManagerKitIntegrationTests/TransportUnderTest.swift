@@ -36,5 +36,13 @@ enum TransportUnderTest {
     static let holdsStreamedBodiesBack = true
     #endif
 
+    /// Whether a stream body of a known length goes with its `Content-Length`. Not on Linux:
+    /// FoundationNetworking sends every stream chunked.
+    #if canImport(FoundationNetworking)
+    static let sendsStreamLengths = false
+    #else
+    static let sendsStreamLengths = true
+    #endif
+
     static func make() -> Transport { URLSessionTransport() }
 }

@@ -15,6 +15,7 @@ struct UploadIntegrationTests {
         let sha256: String
         let contentType: String
         let contentLength: String?
+        let transferEncoding: String?
     }
 
     struct ParsedForm: APIResponse, Decodable {
@@ -99,6 +100,30 @@ struct UploadIntegrationTests {
         #expect(answer.sha256 == digest)
         #expect(answer.contentLength == String(size), "sent with its length, not chunked")
         #expect(answer.contentType == "application/octet-stream")
+    }
+
+    @Test(arguments: [true, false])
+    func aStreamBodyArrivesWholeOnEveryAttempt(withLength: Bool) async throws {
+        let size = 64 << 20
+        let (file, digest, directory) = try Self.generatedFile(size: size)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let opened = LockedCounter()
+        var request = HTTPRequest("fixture/upload-digest", method: .put)
+        request.body = .stream(length: withLength ? Int64(size) : nil) {
+            opened.increment()
+            guard let stream = InputStream(url: file) else { throw CocoaError(.fileReadUnknown) }
+            return stream
+        }
+        let answer = try await Client<Digest>().response(for: request)
+        #expect(answer.bytes == size)
+        #expect(answer.sha256 == digest)
+        #expect(opened.value == 1)
+        if withLength && TransportUnderTest.sendsStreamLengths {
+            #expect(answer.contentLength == String(size), "sent with its length")
+        } else {
+            #expect(answer.transferEncoding?.lowercased() == "chunked", "sent chunked")
+            #expect(answer.contentLength == nil)
+        }
     }
 
     @Test func aFormWithAGivenBoundaryArrivesByteForByte() async throws {
@@ -218,4 +243,13 @@ struct ProgressIntegrationTests {
         await log.end()
         check(log.entries, .upload, total: Int64(size))
     }
+}
+
+/// A count shared with a `@Sendable` closure.
+final class LockedCounter: @unchecked Sendable {
+    // @unchecked: `count` is only touched under `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }

@@ -368,6 +368,58 @@ struct MultipartTests {
         transport.releaseAll()
     }
 
+    // MARK: Stream bodies
+
+    @Test(arguments: [nil, "uploads"] as [String?])
+    func aStreamBodyIsOpenedAfreshForEveryAttempt(scope: String?) throws {
+        let (transport, manager, clock) = make(.failure(.networkConnectionLost), .status(200))
+        let payload = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0) })
+        let opened = LockedState(0)
+        let body = APIRequestBody.stream(length: Int64(payload.count)) {
+            opened.withLock { $0 += 1 }
+            return InputStream(data: payload)
+        }
+        let task = manager.send(
+            UploadRequest(
+                method: .put, body: body, retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none),
+                concurrencyScope: scope))
+        clock.advance(by: 2)
+        #expect(task.state.name == "finished")
+        #expect(opened.withLock { $0 } == 2, "one stream per attempt")
+        #expect(transport.records.map(\.request.httpBody) == [payload, payload], "each attempt sent it whole")
+        #expect(transport.records.first?.request.value(forHTTPHeaderField: "Content-Length") == "5000")
+        #expect(
+            transport.records.first?.request.value(forHTTPHeaderField: "Content-Type") == "application/octet-stream")
+    }
+
+    @Test func aStreamBodyWithoutALengthHasNoContentLength() {
+        let (transport, manager, _) = make()
+        manager.send(
+            UploadRequest(body: .stream(contentType: "text/csv") { InputStream(data: Data("a,b\n".utf8)) }))
+        #expect(transport.records.first?.request.httpBody == Data("a,b\n".utf8))
+        #expect(transport.records.first?.request.value(forHTTPHeaderField: "Content-Length") == nil)
+        #expect(transport.records.first?.request.value(forHTTPHeaderField: "Content-Type") == "text/csv")
+    }
+
+    @Test func aStreamThatCannotBeOpenedFailsTheTaskWithATypedError() {
+        struct Gone: Error {}
+        let (transport, manager, _) = make()
+        let task = manager.send(UploadRequest(body: .stream { throw Gone() }))
+        guard case .failed(.invalidRequest(_, let underlying)) = task.state else {
+            Issue.record("expected invalidRequest, got \(task.state)")
+            return
+        }
+        #expect(underlying is Gone)
+        #expect(transport.records.isEmpty, "nothing was sent")
+    }
+
+    @Test func twoStreamBodiesAreEqualOnlyWhenTheyAreTheSame() {
+        let make: @Sendable () throws -> InputStream = { InputStream(data: Data()) }
+        let one = APIRequestBody.stream(make)
+        #expect(one == one)
+        #expect(one != APIRequestBody.stream(make))
+    }
+
     @Test func aFileUploadSentFromAnotherThreadArrivesWhole() async throws {
         let (transport, manager, _) = make()
         let directory = ScratchDirectory()

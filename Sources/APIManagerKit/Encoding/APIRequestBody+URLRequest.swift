@@ -6,7 +6,8 @@ import FoundationNetworking
 
 extension APIRequestBody {
     /// Puts the body on `request`: bytes as `httpBody`; a file, or a form too large for memory, as
-    /// `httpBodyStream` with its `Content-Length`. Returns the `Content-Type` to send unless the
+    /// `httpBodyStream` with its `Content-Length`; a stream as a new `httpBodyStream`, with its
+    /// `Content-Length` when its length is known. Returns the `Content-Type` to send unless the
     /// request names one. A form sets its own, whatever the request's headers say: its boundary is
     /// known only once it is written.
     func apply(to request: inout URLRequest) throws(APIError) -> String? {
@@ -24,6 +25,17 @@ extension APIRequestBody {
         }
         if let fileURL {
             try stream(BodyFile(url: fileURL, isTemporary: false), into: &request)
+            return contentType
+        }
+        if let source {
+            do {
+                request.httpBodyStream = try source.make()
+            } catch {
+                throw .invalidRequest(reason: "the body stream could not be opened", underlying: error)
+            }
+            if let length = source.length, request.value(forHTTPHeaderField: "Content-Length") == nil {
+                request.setValue(String(length), forHTTPHeaderField: "Content-Length")
+            }
             return contentType
         }
         request.httpBody = data

@@ -224,6 +224,10 @@ extension APIEngine {
     private static func bodySize(of attempt: Attempt) -> Int64? {
         if let file = attempt.bodyFile { return try? FileSource.size(of: file.url) }
         if let body = attempt.request.httpBody, !body.isEmpty { return Int64(body.count) }
+        // A stream body of a known length (APIRequestBody.stream(length:)).
+        if attempt.request.httpBodyStream != nil {
+            return attempt.request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+        }
         return nil
     }
 

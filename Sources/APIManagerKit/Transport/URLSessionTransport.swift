@@ -114,7 +114,19 @@ public final class URLSessionTransport: APITransport {
             upload.httpBodyStream = nil
             task = session.uploadTask(with: upload, fromFile: file)
         } else {
+            #if canImport(FoundationNetworking)
+            // FoundationNetworking sends any stream chunked, and with a Content-Length too if the
+            // request names one, which servers refuse: chunked alone.
+            if request.httpBodyStream != nil, request.value(forHTTPHeaderField: "Content-Length") != nil {
+                var chunked = request
+                chunked.setValue(nil, forHTTPHeaderField: "Content-Length")
+                task = session.dataTask(with: chunked)
+            } else {
+                task = session.dataTask(with: request)
+            }
+            #else
             task = session.dataTask(with: request)
+            #endif
         }
         // The delegate keeps what the request needs until the task completes; `finish` lets it go.
         delegate.register(

@@ -228,7 +228,9 @@ final class Exchange: APICancellable, Sendable {
 
     /// The request as AsyncHTTPClient's; a body streamed from `bodyFile` (the request's
     /// `httpBodyStream`) is read in chunks on NIO's thread pool as the connection takes it, and sent
-    /// with its `Content-Length`.
+    /// with its `Content-Length`; any other `httpBodyStream` is read on NIO's thread pool too (it
+    /// may block), each chunk written once the connection took the one before, with the request's
+    /// `Content-Length` if it has one, else chunked.
     static func convert(_ request: URLRequest, bodyFile: URL? = nil) throws -> HTTPClient.Request {
         guard let url = request.url else { throw URLError(.badURL) }
         guard APIHTTPRules.isSendable(url) else { throw URLError(.unsupportedURL) }
@@ -238,17 +240,18 @@ final class Exchange: APICancellable, Sendable {
         // deflate.
         let method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod?.uppercased() ?? "GET")
         let body: HTTPClient.Body?
-        if request.httpBodyStream != nil {
-            // Only a file is streamed: an arbitrary InputStream would block an event loop.
-            guard let bodyFile else {
-                throw APIError.invalidRequest(
-                    reason: "AsyncHTTPClientTransport streams a body only from a file (APIRequestBody.file)")
-            }
-            do {
-                body = try fileBody(bodyFile)
-            } catch {
-                throw APIError.invalidRequest(
-                    reason: "the body file \(bodyFile.lastPathComponent) cannot be read", underlying: error)
+        if let stream = request.httpBodyStream {
+            if let bodyFile {
+                do {
+                    body = try fileBody(bodyFile)
+                } catch {
+                    throw APIError.invalidRequest(
+                        reason: "the body file \(bodyFile.lastPathComponent) cannot be read", underlying: error)
+                }
+            } else {
+                body = streamBody(
+                    StreamReader(stream),
+                    length: request.value(forHTTPHeaderField: "Content-Length").flatMap { Int($0) })
             }
         } else {
             body = request.httpBody.map { .bytes($0) }
@@ -266,6 +269,9 @@ final class Exchange: APICancellable, Sendable {
             return (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size].flatMap { $0 as? NSNumber }?
                 .int64Value
         }
+        if request.httpBodyStream != nil {
+            return request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+        }
         return request.httpBody.map { Int64($0.count) }
     }
 
@@ -282,6 +288,27 @@ final class Exchange: APICancellable, Sendable {
                 ) { chunk in
                     writer.write(.byteBuffer(chunk))
                 }.always { _ in try? handle.close() }
+            }
+        }
+    }
+
+    /// A body read from an `InputStream` on NIO's thread pool, 64 KiB at a time, waiting for each
+    /// chunk to be written before reading the next (so memory stays at one chunk).
+    private static func streamBody(_ reader: StreamReader, length: Int?) -> HTTPClient.Body {
+        .stream(contentLength: length.map(Int64.init)) { writer in
+            let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+            return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+                try reader.open()
+                defer { reader.close() }
+                var sent = 0
+                while let chunk = try reader.next(upTo: 64 << 10) {
+                    sent += chunk.count
+                    try writer.write(.byteBuffer(ByteBuffer(data: chunk))).wait()
+                }
+                if let length, sent != length {
+                    throw APIError.invalidRequest(
+                        reason: "the body stream gave \(sent) bytes where its length said \(length)")
+                }
             }
         }
     }
@@ -455,5 +482,31 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         // The list as received: the dictionary is built only if someone asks for it.
         return APIRawResponse(
             statusCode: Int(head.status.code), headerFields: Array(head.headers), body: data, url: url)
+    }
+}
+
+/// An `InputStream` read on one thread at a time (NIO's thread pool, by `streamBody`).
+final class StreamReader: @unchecked Sendable {
+    // @unchecked: the stream is touched only by the one thread-pool job that sends the body.
+    private let stream: InputStream
+
+    init(_ stream: InputStream) { self.stream = stream }
+
+    // `streamError` is not read: on Linux its getter crashes (swift-corelibs-foundation).
+    func open() throws {
+        stream.open()
+        if stream.streamStatus == .error {
+            throw APIError.invalidRequest(reason: "the body stream could not be opened")
+        }
+    }
+
+    func close() { stream.close() }
+
+    /// The next bytes, at most `count`; `nil` at the end. Throws when the stream fails.
+    func next(upTo count: Int) throws -> Data? {
+        var buffer = [UInt8](repeating: 0, count: count)
+        let read = stream.read(&buffer, maxLength: count)
+        if read < 0 { throw APIError.invalidRequest(reason: "the body stream could not be read") }
+        return read == 0 ? nil : Data(buffer[0..<read])
     }
 }

@@ -13,6 +13,8 @@ enum TransportUnderTest {
     static let refusesDesynchronizedConnections = true
     /// Whether a streamed body's consumer holds the transport back (backpressure).
     static let holdsStreamedBodiesBack = true
+    /// Whether a stream body of a known length goes with its `Content-Length`.
+    static let sendsStreamLengths = true
 
     static func make() -> Transport { AsyncHTTPClientTransport() }
 }
