@@ -292,6 +292,90 @@ struct MultipartTests {
         #expect(BodyFile.unclaimedCount == 0)
     }
 
+    /// Accepts body writers: records each attempt's body as its writer wrote it, and the options.
+    final class WritingTransport: APITransport, @unchecked Sendable {
+        // @unchecked: `sent` is only touched under `lock`.
+        private let lock = NSLock()
+        private var sent: [(request: URLRequest, options: APITransportOptions, body: Data?)] = []
+        private let failFirst: Bool
+        init(failFirst: Bool = false) { self.failFirst = failFirst }
+        var acceptsBodyWriters: Bool { true }
+        var records: [(request: URLRequest, options: APITransportOptions, body: Data?)] { lock.withLock { sent } }
+        func send(
+            _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            send(request, options: APITransportOptions(), completion: completion)
+        }
+        func send(
+            _ request: URLRequest, options: APITransportOptions,
+            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            var body: Data?
+            if let writer = options.bodyWriter {
+                var written = Data()
+                try? writer.write { written.append($0) }
+                body = written
+            }
+            let count = lock.withLock {
+                sent.append((request, options, body))
+                return sent.count
+            }
+            completion(
+                failFirst && count == 1
+                    ? .failure(URLError(.networkConnectionLost)) : .success(APIRawResponse(statusCode: 200)))
+            return NothingToCancel()
+        }
+    }
+
+    @Test(arguments: [nil, "uploads"] as [String?])
+    func aTransportThatAcceptsBodyWritersGetsALargeFormUnwritten(scope: String?) throws {
+        let transport = WritingTransport(failFirst: true)
+        let manager = UploadManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let before = spooledFiles()
+        let directory = ScratchDirectory()
+        let file = directory.url.appendingPathComponent("clip.bin")
+        let bytes = Data((0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: file)
+        let task = manager.send(
+            UploadRequest(
+                method: .put, parameters: ["title": "clip", "clip": .file(APIFile(url: file))],
+                multipartInMemoryLimit: 1024, retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 0, jitter: .none),
+                concurrencyScope: scope))
+        #expect(task.state.name == "finished")
+        #expect(spooledFiles() == before, "never written to a temporary file")
+        let records = transport.records
+        #expect(records.count == 2)
+        for record in records {
+            #expect(record.options.bodyFile == nil)
+            let body = try #require(record.body, "the body came as a writer")
+            #expect(record.request.value(forHTTPHeaderField: "Content-Length") == String(body.count))
+            #expect(record.options.bodyWriter?.length == Int64(body.count))
+            let parts = try #require(
+                parseMultipart(body, contentType: record.request.value(forHTTPHeaderField: "Content-Type")))
+            #expect(parts.map(\.content) == [bytes, Data("clip".utf8)], "whole, on every attempt")
+        }
+        #expect(BodyFile.unclaimedCount == 0)
+    }
+
+    @Test func aWriterForAFileThatIsGoneThrowsATypedError() throws {
+        let directory = ScratchDirectory()
+        let file = directory.url.appendingPathComponent("gone.bin")
+        try Data(count: 10).write(to: file)
+        var form = APIMultipartFormData()
+        try form.append(APIFile(url: file), name: "file")
+        let writer = try APIBodyWriter(form: form)
+        try FileManager.default.removeItem(at: file)
+        #expect(throws: APIError.self) { try writer.write { _ in } }
+    }
+
+    @Test func aWriterPassesTheSinksOwnErrorOn() throws {
+        struct Closed: Error {}
+        var form = APIMultipartFormData()
+        try form.append("value", name: "field")
+        let writer = try APIBodyWriter(form: form)
+        #expect(throws: Closed.self) { try writer.write { _ in throw Closed() } }
+    }
+
     @Test func aCancelledUploadRemovesItsTemporaryFile() {
         let (_, manager, _) = make(MockTransport.Reply.status(200).held())
         let before = spooledFiles()

@@ -142,6 +142,29 @@ public struct APIMultipartFormData: Sendable, Hashable {
         }
     }
 
+    /// Writes the body, chunk by chunk, checking that the delimiter never occurs in the content;
+    /// the boundary stays (its collision is thrown).
+    func write(_ sink: (Data) throws -> Void) throws {
+        var sinkError: (any Error)?
+        do {
+            try write { (chunk: Data) throws(APIError) in
+                do {
+                    try sink(chunk)
+                } catch {
+                    sinkError = error
+                    throw .invalidRequest(reason: "the multipart body could not be sent", underlying: error)
+                }
+            }
+        } catch {
+            // The sink's own error as it was (a cancelled connection), else the writer's.
+            if let sinkError { throw sinkError }
+            if error.isBoundaryCollision {
+                throw APIError.invalidRequest(reason: "the multipart boundary \"\(boundary)\" occurs in the content")
+            }
+            throw error
+        }
+    }
+
     /// Writes the body, chunk by chunk, checking that the delimiter never occurs in the content.
     private func write(_ sink: (Data) throws(APIError) -> Void) throws(APIError) {
         let delimiter = Data("--\(boundary)".utf8)

@@ -13,8 +13,17 @@ extension APIRequestBody {
     func apply(to request: inout URLRequest) throws(APIError) -> String? {
         if let form {
             var multipart = form.form
-            if try multipart.contentLength() <= Int64(form.inMemoryLimit) {
+            let length = try multipart.contentLength()
+            if length <= Int64(form.inMemoryLimit) {
                 request.httpBody = try multipart.encoded()
+            } else if BodyFile.defersForms {
+                // The engine's transport writes it from its files (APITransportOptions.bodyWriter).
+                let placeholder = InputStream(data: Data())
+                request.httpBodyStream = placeholder
+                if request.value(forHTTPHeaderField: "Content-Length") == nil {
+                    request.setValue(String(length), forHTTPHeaderField: "Content-Length")
+                }
+                BodyFile.register(BodyFile(deferring: multipart), for: placeholder)
             } else {
                 let file = BodyFile(url: BodyFile.newTemporaryURL(), isTemporary: true)
                 try multipart.write(to: file.url)
@@ -64,11 +73,25 @@ extension APIRequestBody {
 final class BodyFile: Sendable {
     let url: URL
     let isTemporary: Bool
+    /// A form too large for memory that is not written anywhere: the engine gives it to a transport
+    /// that accepts body writers (``APITransport/acceptsBodyWriters``). `url` is then unused.
+    let deferredForm: APIMultipartFormData?
 
     init(url: URL, isTemporary: Bool) {
         self.url = url
         self.isTemporary = isTemporary
+        deferredForm = nil
     }
+
+    init(deferring form: APIMultipartFormData) {
+        url = Self.newTemporaryURL()
+        isTemporary = false
+        deferredForm = form
+    }
+
+    /// Set while the engine builds a request for a transport that accepts body writers: a form too
+    /// large for memory is then not written to a temporary file.
+    @TaskLocal static var defersForms = false
 
     deinit { if isTemporary { try? FileManager.default.removeItem(at: url) } }
 

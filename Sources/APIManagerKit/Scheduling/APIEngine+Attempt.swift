@@ -19,7 +19,7 @@ extension APIEngine {
         guard current else { return }
         switch BuildRequestStage.run(
             task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, cookies: cookies,
-            now: clock.date)
+            defersForms: acceptsBodyWriters, now: clock.date)
         {
         case .success(let built):
             let attempt = Attempt(

@@ -144,7 +144,18 @@ extension APIEngine {
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
         var options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
-            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, bodyFile: attempt.bodyFile?.url)
+            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
+        if let body = attempt.bodyFile {
+            if let form = body.deferredForm {
+                do throws(APIError) {
+                    options.bodyWriter = try APIBodyWriter(form: form)
+                } catch {
+                    return .failed(error)
+                }
+            } else {
+                options.bodyFile = body.url
+            }
+        }
         if let download = attempt.task.download {
             switch DownloadStage.prepare(download, request: &attempt.request) {
             case .success(let file):
@@ -222,7 +233,7 @@ extension APIEngine {
 
     /// The size of the attempt's request body (its upload), `nil` for none.
     private static func bodySize(of attempt: Attempt) -> Int64? {
-        if let file = attempt.bodyFile { return try? FileSource.size(of: file.url) }
+        if let file = attempt.bodyFile, file.deferredForm == nil { return try? FileSource.size(of: file.url) }
         if let body = attempt.request.httpBody, !body.isEmpty { return Int64(body.count) }
         // A stream body of a known length (APIRequestBody.stream(length:)).
         if attempt.request.httpBodyStream != nil {

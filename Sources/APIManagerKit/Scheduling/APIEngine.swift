@@ -23,6 +23,8 @@ public final class APIEngine: @unchecked Sendable {
 
     /// The transport attempts are sent with.
     public let transport: any APITransport
+    /// The transport's ``APITransport/acceptsBodyWriters``, read once.
+    let acceptsBodyWriters: Bool
     /// The clock retries and deadlines are timed with.
     public let clock: any APIClock
     /// Where retry jitter comes from.
@@ -117,6 +119,7 @@ public final class APIEngine: @unchecked Sendable {
         self.defaultHeaders = defaultHeaders
         self.asyncWork = AsyncWork(execution: execution)
         self.transport = transport
+        self.acceptsBodyWriters = transport.acceptsBodyWriters
         self.clock = clock
         self.randomSource = randomSource
         self.execution = execution

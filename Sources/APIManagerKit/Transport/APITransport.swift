@@ -34,6 +34,12 @@ public protocol APITransport: Sendable {
         options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable
+
+    /// Whether the transport sends a body given as ``APITransportOptions/bodyWriter``: a multipart
+    /// form too large for memory then goes straight from its files to the connection, never written
+    /// to a temporary file. `false` unless implemented: the engine writes such a form to a temporary
+    /// file and gives it as ``APITransportOptions/bodyFile``.
+    var acceptsBodyWriters: Bool { get }
 }
 
 /// What the engine tells a transport about a request beyond the `URLRequest`.
@@ -70,12 +76,18 @@ public struct APITransportOptions: Sendable, Hashable {
     /// does not support it still works: the engine hands the consumer the body it returns, whole. Not
     /// part of the options' equality.
     public var responseBodyStream: APIResponseBodyStream?
+    /// The body, written part by part, for a transport that accepts it
+    /// (``APITransport/acceptsBodyWriters``): a multipart form too large for memory. The request
+    /// then carries its `Content-Length` and `Content-Type` and an empty `httpBodyStream`
+    /// placeholder. `nil` otherwise. Not part of the options' equality.
+    public var bodyWriter: APIBodyWriter?
 
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
         cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
-        responseBodyFile: APIResponseBodyFile? = nil, responseBodyStream: APIResponseBodyStream? = nil
+        responseBodyFile: APIResponseBodyFile? = nil, responseBodyStream: APIResponseBodyStream? = nil,
+        bodyWriter: APIBodyWriter? = nil
     ) {
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
@@ -85,6 +97,7 @@ public struct APITransportOptions: Sendable, Hashable {
         self.progress = progress
         self.responseBodyFile = responseBodyFile
         self.responseBodyStream = responseBodyStream
+        self.bodyWriter = bodyWriter
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
@@ -102,6 +115,8 @@ public struct APITransportOptions: Sendable, Hashable {
 }
 
 extension APITransport {
+    public var acceptsBodyWriters: Bool { false }
+
     public func send(
         _ request: URLRequest,
         sensitiveHeaders: Set<String>,

@@ -17,10 +17,10 @@ enum BuildRequestStage {
 
     static func run(
         _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders,
-        cookies: APICookieStore?, now: @autoclosure () -> Date
+        cookies: APICookieStore?, defersForms: Bool, now: @autoclosure () -> Date
     ) -> Result<Built, APIError> {
         do throws(APIError) {
-            var request = try task.makeURLRequest()
+            var request = try defersForms ? makeDeferringForms(task) : task.makeURLRequest()
             if let idempotency = task.idempotencyHeader, request.value(forHTTPHeaderField: idempotency.name) == nil {
                 request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
             }
@@ -42,6 +42,17 @@ enum BuildRequestStage {
             return .success(Built(request: request, sensitiveHeaders: sensitiveHeaders))
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// The task's request, a form too large for memory left unwritten (see ``BodyFile/defersForms``).
+    private static func makeDeferringForms(_ task: AnyAPITask) throws(APIError) -> URLRequest {
+        do {
+            return try BodyFile.$defersForms.withValue(true) { try task.makeURLRequest() }
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw .invalidRequest(reason: "the request could not be built", underlying: error)
         }
     }
 

@@ -31,6 +31,9 @@ import FoundationNetworking
 public final class AsyncHTTPClientTransport: APITransport, Sendable {
     /// The client requests go through.
     public let client: HTTPClient
+    /// `true`: a multipart form too large for memory goes from its files to the connection, never
+    /// written to a temporary file.
+    public var acceptsBodyWriters: Bool { true }
     private let ownsClient: Bool
     /// The most redirects one request follows (20 unless set, as FoundationNetworking's
     /// URLSession); one more fails the attempt with `URLError(.httpTooManyRedirects)`, as there.
@@ -154,7 +157,7 @@ final class Exchange: APICancellable, Sendable {
     private func send(_ request: URLRequest, redirects: Int) {
         let converted: HTTPClient.Request
         do {
-            converted = try Self.convert(request, bodyFile: options.bodyFile)
+            converted = try Self.convert(request, bodyFile: options.bodyFile, bodyWriter: options.bodyWriter)
         } catch {
             finish(.failure(error))
             return
@@ -228,10 +231,12 @@ final class Exchange: APICancellable, Sendable {
 
     /// The request as AsyncHTTPClient's; a body streamed from `bodyFile` (the request's
     /// `httpBodyStream`) is read in chunks on NIO's thread pool as the connection takes it, and sent
-    /// with its `Content-Length`; any other `httpBodyStream` is read on NIO's thread pool too (it
-    /// may block), each chunk written once the connection took the one before, with the request's
-    /// `Content-Length` if it has one, else chunked.
-    static func convert(_ request: URLRequest, bodyFile: URL? = nil) throws -> HTTPClient.Request {
+    /// with its `Content-Length`; a body writer (a large multipart form) and any other
+    /// `httpBodyStream` are read on NIO's thread pool too (they may block), each chunk written once
+    /// the connection took the one before, with the `Content-Length` when it is known, else chunked.
+    static func convert(
+        _ request: URLRequest, bodyFile: URL? = nil, bodyWriter: APIBodyWriter? = nil
+    ) throws -> HTTPClient.Request {
         guard let url = request.url else { throw URLError(.badURL) }
         guard APIHTTPRules.isSendable(url) else { throw URLError(.unsupportedURL) }
         var headers = HTTPHeaders()
@@ -240,7 +245,9 @@ final class Exchange: APICancellable, Sendable {
         // deflate.
         let method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod?.uppercased() ?? "GET")
         let body: HTTPClient.Body?
-        if let stream = request.httpBodyStream {
+        if let bodyWriter {
+            body = writtenBody(bodyWriter)
+        } else if let stream = request.httpBodyStream {
             if let bodyFile {
                 do {
                     body = try fileBody(bodyFile)
@@ -309,6 +316,17 @@ final class Exchange: APICancellable, Sendable {
                     throw APIError.invalidRequest(
                         reason: "the body stream gave \(sent) bytes where its length said \(length)")
                 }
+            }
+        }
+    }
+
+    /// A body the engine's writer produces (a multipart form from its files) on NIO's thread pool,
+    /// waiting for each chunk to be written before producing the next.
+    private static func writtenBody(_ writer: APIBodyWriter) -> HTTPClient.Body {
+        .stream(contentLength: writer.length) { bodyWriter in
+            let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+            return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+                try writer.write { chunk in try bodyWriter.write(.byteBuffer(ByteBuffer(data: chunk))).wait() }
             }
         }
     }

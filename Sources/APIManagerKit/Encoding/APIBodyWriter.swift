@@ -1,0 +1,26 @@
+import Foundation
+
+/// A request body that a transport writes part by part as the connection takes it
+/// (``APITransportOptions/bodyWriter``): a multipart form too large for memory, its files read in
+/// chunks of 1 MiB as they are sent, never assembled in memory or on disk.
+///
+/// ``write(to:)`` may be called more than once (a redirect that keeps the body): each call writes
+/// the whole body from the start. It blocks while it reads files, so call it off an event loop.
+public struct APIBodyWriter: Sendable {
+    /// The body's size in bytes: its `Content-Length`.
+    public let length: Int64
+    private let form: APIMultipartFormData
+
+    init(form: APIMultipartFormData) throws(APIError) {
+        self.form = form
+        length = try form.contentLength()
+    }
+
+    /// Writes the whole body, in order, to `sink`; rethrows what `sink` throws. Throws
+    /// ``APIError/invalidRequest(reason:underlying:)`` when a file cannot be read, or when the
+    /// form's boundary turns up in the content (its `Content-Type` was already sent, so it cannot
+    /// change; a random boundary's 24 random letters and digits make this as good as impossible).
+    public func write(to sink: (Data) throws -> Void) throws {
+        try form.write(sink)
+    }
+}
