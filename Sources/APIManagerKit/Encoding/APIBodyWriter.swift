@@ -21,6 +21,6 @@ public struct APIBodyWriter: Sendable {
     /// form's boundary turns up in the content (its `Content-Type` was already sent, so it cannot
     /// change; a random boundary's 24 random letters and digits make this as good as impossible).
     public func write(to sink: (Data) throws -> Void) throws {
-        try form.write(sink)
+        try form.writeParts(to: sink)
     }
 }

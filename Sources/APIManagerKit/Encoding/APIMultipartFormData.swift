@@ -144,7 +144,7 @@ public struct APIMultipartFormData: Sendable, Hashable {
 
     /// Writes the body, chunk by chunk, checking that the delimiter never occurs in the content;
     /// the boundary stays (its collision is thrown).
-    func write(_ sink: (Data) throws -> Void) throws {
+    func writeParts(to sink: (Data) throws -> Void) throws {
         var sinkError: (any Error)?
         do {
             try write { (chunk: Data) throws(APIError) in
