@@ -3,7 +3,7 @@
 // process's peak resident memory belongs to one client. Scripts/benchmark-transfers.sh starts nginx
 // on 127.0.0.1, generates the files and runs this; see Benchmarks/README.md, "Files and streams".
 //
-//   TransferBenchmark --url http://127.0.0.1:PORT --transport urlsession|ahc --client raw|manager
+//   TransferBenchmark --url http://127.0.0.1:PORT --transport urlsession|ahc --client raw|rawDelegate|manager
 //       --mode download|upload|multipart|stall [--file PATH] [--path /big.bin] [--stall SECONDS] [--dir DIR]
 //
 // It prints one line: `mode transport client bytes seconds MiB/s baseline-KiB peak-KiB growth-MiB [buffered-MiB]`.
@@ -113,11 +113,21 @@ final class TransferAPI: APIManager {
     }
 }
 
-final class CompletionDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    let done: @Sendable () -> Void
-    init(done: @escaping @Sendable () -> Void) { self.done = done }
+/// A URLSession delegate that writes a body's parts to `file` (if any) and reports the end.
+final class DelegateClient: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `file` is written from the session's serial delegate queue only.
+    let file: FileHandle?
+    let done: @Sendable (Result<Void, any Error>) -> Void
+    init(file: FileHandle?, done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        self.file = file
+        self.done = done
+    }
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        file?.write(data)
+    }
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        done()
+        done(error.map { .failure($0) } ?? .success(()))
+        session.finishTasksAndInvalidate()
     }
 }
 
@@ -198,33 +208,33 @@ func transfer() -> (bytes: Int64, held: Int?) {
             }
         }
         return (bytes, held.withLockedValue { $0 })
-    case ("transport", "upload"):
-        // The transport alone, sent a file body as the engine sends one (a calibration client).
+    case ("rawDelegate", "upload"), ("rawDelegate", "multipart"):
+        // URLSession as the transport uses it: a session with a delegate, no completion handler.
         guard let uploadFile else { fail("--file is needed") }
         var request = URLRequest(url: sink)
         request.httpMethod = "POST"
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-        request.setValue(String(fileSize(uploadFile.path)), forHTTPHeaderField: "Content-Length")
-        request.httpBodyStream = InputStream(url: uploadFile)
-        var transportOptions = APITransportOptions()
-        transportOptions.bodyFile = uploadFile
         return (
             wait { done in
-                _ = transport.send(request, options: transportOptions) { result in
-                    done(result.map { _ in fileSize(uploadFile.path) })
-                }
-            }, nil
-        )
-    case ("rawDelegate", "upload"):
-        guard let uploadFile else { fail("--file is needed") }
-        var request = URLRequest(url: sink)
-        request.httpMethod = "POST"
-        return (
-            wait { done in
-                let delegate = CompletionDelegate(done: { done(.success(fileSize(uploadFile.path))) })
+                let delegate = DelegateClient(file: nil) { done($0.map { _ in fileSize(uploadFile.path) }) }
                 let session = URLSession(
                     configuration: URLSessionTransport.defaultConfiguration, delegate: delegate, delegateQueue: nil)
                 session.uploadTask(with: request, fromFile: uploadFile).resume()
+            }, nil
+        )
+    case ("rawDelegate", "download"):
+        // A data task whose delegate writes each part to the file, as the transport does.
+        _ = FileManager.default.createFile(atPath: destination.path, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: destination.path) else { fail("cannot write") }
+        return (
+            wait { done in
+                let delegate = DelegateClient(file: handle) { result in
+                    try? handle.close()
+                    done(result.map { _ in fileSize(destination.path) })
+                }
+                let session = URLSession(
+                    configuration: URLSessionTransport.defaultConfiguration, delegate: delegate, delegateQueue: nil)
+                session.dataTask(with: url).resume()
             }, nil
         )
     case ("raw", "download") where options.transport == "ahc":
