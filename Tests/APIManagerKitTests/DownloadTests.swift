@@ -19,6 +19,7 @@ struct DownloadTests {
         var retryPolicy: APIRetryPolicy?
         var concurrencyScope: String?
         var sharing: APIRequestSharing = .never
+        var reportsProgress = false
     }
 
     final class Files: APIManager {
@@ -137,6 +138,55 @@ struct DownloadTests {
         #expect(second.state.name == "finished")
         #expect(try Data(contentsOf: destination) == Self.full)
         #expect(transport.records.last?.request.value(forHTTPHeaderField: "Range") == "bytes=250-")
+    }
+
+    @Test func aResumedDownloadsProgressGoesOnFromThePartOnDisk() async throws {
+        let (clock, _, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil
+                ? Self.whole(cut: 250) : Self.rest(from: 250).after(0.5).inChunks(3, every: 1)
+        }
+        files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 10)
+        let second = files.send(FileRequest(download: APIDownload(to: destination), reportsProgress: true))
+        let reports = second.progress
+        clock.advance(by: 10)
+        var seen: [String] = []
+        for await progress in reports { seen.append("\(progress)") }
+        #expect(second.state.name == "finished")
+        #expect(seen == ["download #1 500/1000", "download #1 750/1000", "download #1 1000/1000 done"])
+    }
+
+    @Test func aSecondDownloadToTheSameDestinationWaitsForTheFirstToEnd() throws {
+        let (clock, transport, files) = make { _ in Self.whole() }
+        let first = files.send(FileRequest(download: APIDownload(to: destination)))
+        let second = files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace)))
+        guard case .failed(.invalidRequest(let reason, _)) = second.state else {
+            Issue.record("expected invalidRequest, got \(second.state)")
+            return
+        }
+        #expect(reason.contains("in progress"))
+        #expect(transport.records.count == 1, "the second sent nothing")
+        clock.advance(by: 10)
+        #expect(first.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == Self.full, "the first's file, whole")
+        let third = files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace)))
+        clock.advance(by: 10)
+        #expect(third.state.name == "finished", "free again once the first ended")
+    }
+
+    @Test func aCancelledDownloadsLateEndDoesNotFreeTheNextOnesDestination() throws {
+        let transport = LateTransport()
+        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let first = files.send(FileRequest(download: APIDownload(to: destination)))
+        let firstFile = try #require(transport.file)
+        let firstCompletion = try #require(transport.completion)
+        first.cancel()
+        let second = files.send(FileRequest(download: APIDownload(to: destination)))
+        #expect(transport.file !== firstFile, "the cancelled one let the destination go")
+        firstCompletion(.failure(URLError(.cancelled)))  // its late end
+        let third = files.send(FileRequest(download: APIDownload(to: destination)))
+        #expect(third.state.name == "invalidRequest", "the second still holds it")
+        second.cancel()
     }
 
     @Test func aWholeAnswerToARangeStartsOver() throws {
@@ -266,8 +316,9 @@ struct DownloadTests {
 
     @Test func downloadsAreNeverShared() {
         let (clock, transport, files) = make { _ in .status(200, body: Self.full).after(1) }
+        let other = directory.url.appendingPathComponent("other.bin")
         files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace), sharing: .always))
-        files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace), sharing: .always))
+        files.send(FileRequest(download: APIDownload(to: other, ifExists: .replace), sharing: .always))
         #expect(transport.records.count == 2)
         clock.advance(by: 1)
     }

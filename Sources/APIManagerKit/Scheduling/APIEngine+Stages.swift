@@ -172,7 +172,8 @@ extension APIEngine {
         }
         if attempt.task.progressStreams != nil {
             let channel = ProgressChannel(
-                engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt))
+                engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt),
+                download: attempt.download)
             attempt.progress = channel
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }

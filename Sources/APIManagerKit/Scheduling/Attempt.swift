@@ -154,20 +154,29 @@ final class ProgressChannel: Sendable {
     private let attempt: Int
     /// The request body's size: the upload's total.
     let uploadBytes: Int64?
+    /// The attempt's download file: a resumed download counts the part already on disk, so its
+    /// progress goes on from there instead of starting at 0.
+    private let download: APIResponseBodyFile?
     private weak let engine: APIEngine?
 
-    init(engine: APIEngine, task: AnyAPITask, attempt: Int, uploadBytes: Int64?) {
+    init(engine: APIEngine, task: AnyAPITask, attempt: Int, uploadBytes: Int64?, download: APIResponseBodyFile?) {
         self.engine = engine
         self.task = task
         self.attempt = attempt
         self.uploadBytes = uploadBytes
+        self.download = download
     }
 
     /// What the transport calls (any thread).
     func report(_ direction: APITransferProgress.Direction, bytes: Int64, expected: Int64?) {
         guard let engine else { return }
         let now = engine.clock.now
-        let expected = direction == .upload ? expected ?? uploadBytes : expected
+        var bytes = bytes
+        var expected = direction == .upload ? expected ?? uploadBytes : expected
+        if direction == .download, let offset = download?.appendedFrom, offset > 0 {
+            bytes += offset
+            expected = expected.map { $0 + offset }
+        }
         let progress = thinner.withLock {
             $0.report(direction, bytes: bytes, expected: expected, now: now, attempt: attempt)
         }
@@ -178,6 +187,7 @@ final class ProgressChannel: Sendable {
     /// download's received bytes), unless the transport made it.
     func finish(downloaded: Int64) {
         guard let engine else { return }
+        let downloaded = downloaded + (download?.appendedFrom ?? 0)
         let reports = thinner.withLock { thinner in
             [
                 uploadBytes.flatMap { thinner.finish(.upload, bytes: $0, attempt: attempt) },

@@ -71,6 +71,8 @@ public final class APIResponseBodyFile: Sendable {
         /// Parts received and not yet written: parts are written in runs of at least
         /// ``APIResponseBodyFile/writeSize`` bytes (a transport may hand over 16 KiB at a time).
         var pending = Data()
+        /// Whether this download still holds its destination (see ``APIResponseBodyFile/claim(_:)``).
+        var holdsClaim = true
     }
 
     /// The bytes gathered before one write to the file: 256 KiB.
@@ -88,6 +90,28 @@ public final class APIResponseBodyFile: Sendable {
         self.download = download
         self.requestURL = requestURL
         self.resumeOffset = resumeOffset
+    }
+
+    deinit { releaseClaim() }
+
+    // MARK: One download per destination
+
+    /// The partial files of the downloads in progress: two downloads into one partial file would
+    /// interleave their bytes.
+    private static let inProgress = LockedState(Set<String>())
+
+    /// Takes the partial file of `download` for one download; `false` when another has it.
+    static func claim(_ download: APIDownload) -> Bool {
+        inProgress.withLock { $0.insert(download.partialFile.path).inserted }
+    }
+
+    /// Lets the destination go, once (a late `close()` must not free a later download's claim).
+    private func releaseClaim() {
+        let holds = state.withLock { state -> Bool in
+            defer { state.holdsClaim = false }
+            return state.holdsClaim
+        }
+        if holds { _ = Self.inProgress.withLock { $0.remove(download.partialFile.path) } }
     }
 
     /// The head arrived. Returns whether the body goes to the file (a `2xx`): for a `206` from
@@ -162,6 +186,10 @@ public final class APIResponseBodyFile: Sendable {
     /// The bytes of the file so far (the resumed part included).
     public var writtenBytes: Int64 { state.withLock { $0.written } }
 
+    /// Where this response's bytes start in the file: the resume offset when a `206` is appended,
+    /// else 0 (also before the head arrived).
+    var appendedFrom: Int64 { state.withLock { $0.startedAt } }
+
     /// Whether the body went to the file.
     var isWriting: Bool { state.withLock { $0.writing } }
 
@@ -176,8 +204,9 @@ public final class APIResponseBodyFile: Sendable {
 
     var failure: APIError? { state.withLock { $0.failure } }
 
-    /// Writes what is pending and closes the file.
+    /// Writes what is pending and closes the file; another download may then take its place.
     func close() {
+        defer { releaseClaim() }
         state.withLock { state in
             guard let handle = state.handle else { return }
             do {

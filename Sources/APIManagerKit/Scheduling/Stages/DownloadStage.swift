@@ -7,9 +7,10 @@ import FoundationNetworking
 /// The download rules (``APIDownload``): what an attempt asks for before it is sent (the rest of a
 /// partial file), and what becomes of the file when the transport answered.
 enum DownloadStage {
-    /// Checks the destination, and asks for the rest of a partial file that can be resumed (its URL
-    /// and validator match); a partial file that cannot is removed. Returns what the transport
-    /// writes into.
+    /// Checks the destination (and that no other download is writing to it), and asks for the rest
+    /// of a partial file that can be resumed (its URL and validator match); a partial file that
+    /// cannot is removed. Returns what the transport writes into, which holds the destination until
+    /// it is closed.
     static func prepare(_ download: APIDownload, request: inout URLRequest) -> Result<APIResponseBodyFile, APIError> {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
@@ -20,6 +21,11 @@ enum DownloadStage {
         if download.ifExists == .fail, manager.fileExists(atPath: download.destination.path) {
             return .failure(
                 .invalidRequest(reason: "the download's destination \(download.destination.lastPathComponent) exists"))
+        }
+        guard APIResponseBodyFile.claim(download) else {
+            return .failure(
+                .invalidRequest(
+                    reason: "another download to \(download.destination.lastPathComponent) is in progress"))
         }
         // Ranges count the bytes as sent: a body the transport decompressed could not be resumed.
         if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
