@@ -107,6 +107,38 @@ struct NginxIntegrationTests {
         #expect(try Data(contentsOf: download.destination) == newer)
     }
 
+    struct CachedFileRequest: APIRequest {
+        var url = Nginx.url
+        var path: String
+        var download: APIDownload?
+        var cacheOption: APICacheOption { .both }
+    }
+
+    final class CachedFiles: APIManager, @unchecked Sendable {
+        typealias Request = CachedFileRequest
+        typealias Response = APIRawResponse
+        let engine = APIEngine(
+            transport: Shared.transport, delivery: .immediate,
+            cache: APIResponseCache(memoryBudget: 16 << 20, disk: nil))
+    }
+
+    @Test func aDownloadThatAsksForTheCacheIsRevalidatedByNginxAndWrittenFromTheStoredCopy() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (name, contents) = try Self.servedFile(size: 1 << 20)
+        let download = APIDownload(to: directory.appendingPathComponent(name), ifExists: .replace)
+        let manager = CachedFiles()
+        let first = try await manager.response(for: CachedFileRequest(path: name, download: download))
+        #expect(first.statusCode == 200)
+        try FileManager.default.removeItem(at: download.destination)
+        var sources: [APIResponseSource] = []
+        for try await answer in manager.responses(for: CachedFileRequest(path: name, download: download)) {
+            sources.append(answer.source)
+        }
+        #expect(sources == [.revalidated], "nginx answered 304 to If-None-Match")
+        #expect(try Data(contentsOf: download.destination) == contents)
+    }
+
     @Test func aStreamedFileFromNginxArrivesWholeAndInOrder() async throws {
         let (name, contents) = try Self.servedFile(size: 24 << 20)
         var received = Data()

@@ -105,21 +105,90 @@ struct TransferPipelineTests {
         #expect(inspected.withLock { $0.sorted() } == ["200 -", "200 signed.bin"])
     }
 
-    @Test func streamsAndDownloadsAreNeitherStoredNorAnsweredFromTheCache() async throws {
+    private static let cachable = MockTransport.Reply.status(
+        200, headers: ["Cache-Control": "max-age=600", "ETag": "\"v1\""], body: body)
+
+    private func collect(_ stream: APIByteStream) async throws -> [Data] {
+        var parts: [Data] = []
+        for try await part in stream { parts.append(part) }
+        return parts
+    }
+
+    @Test func transfersAreNeitherStoredNorAnsweredFromTheCacheUnlessTheirRequestAsks() async throws {
         let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
-        let (clock, mock, transfers, _) = make(
-            .status(200, headers: ["Cache-Control": "max-age=600"], body: Self.body), interceptors: [], cache: cache)
-        let download = APIDownload(to: directory.url.appendingPathComponent("cached.bin"), ifExists: .replace)
+        let (clock, mock, transfers, _) = make(Self.cachable, Self.cachable, Self.cachable, cache: cache)
+        let download = APIDownload(to: directory.url.appendingPathComponent("plain.bin"), ifExists: .replace)
         transfers.send(TransferRequest(download: download))
         clock.advance(by: 1)
-        var streamed = Data()
-        for try await part in transfers.bytes(for: TransferRequest(cacheOption: .fresh(maxAge: 600))) {
-            streamed.append(part)
-        }
-        transfers.send(TransferRequest(download: download, cacheOption: .fresh(maxAge: 600)))
+        let streamed = transfers.bytes(for: TransferRequest())
         clock.advance(by: 1)
-        #expect(streamed == Self.body)
+        #expect(try await collect(streamed).reduce(Data(), +) == Self.body)
+        transfers.send(TransferRequest(download: download))
+        clock.advance(by: 1)
         #expect(mock.records.count == 3, "every one went to the network")
+        #expect(cache.memoryCount == 0, "and none was stored")
+    }
+
+    @Test(arguments: [APICacheOption.fresh(maxAge: 600), .cacheOnly])
+    func aDownloadThatAsksIsStoredThenWrittenFromTheCache(option: APICacheOption) throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let (clock, mock, transfers, _) = make(Self.cachable, cache: cache)
+        let download = APIDownload(to: directory.url.appendingPathComponent("cached.bin"))
+        let first = transfers.send(TransferRequest(download: download, cacheOption: option))
+        clock.advance(by: 1)
+        #expect(first.responseSource == .network)
+        #expect(cache.memoryCount == 1, "stored: the body read back from the file")
+        try FileManager.default.removeItem(at: download.destination)
+        let second = transfers.send(TransferRequest(download: download, cacheOption: option))
+        #expect(second.state.name == "finished")
+        #expect(second.responseSource == .cache)
+        #expect(mock.records.count == 1, "nothing sent")
+        #expect(try Data(contentsOf: download.destination) == Self.body, "written from the cache")
+        let third = transfers.send(TransferRequest(download: download, cacheOption: option))
+        #expect(third.state.name == "invalidRequest", "the destination exists: as for the network, .fail")
+    }
+
+    @Test func aStreamThatAsksIsStoredThenGivenFromTheCacheInOnePart() async throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let (clock, mock, transfers, _) = make(Self.cachable.inChunks(4, every: 0.1), cache: cache)
+        let streamed = transfers.bytes(for: TransferRequest(cacheOption: .fresh(maxAge: 600)))
+        clock.advance(by: 1)
+        #expect(try await collect(streamed).count == 4)
+        let again = transfers.bytes(for: TransferRequest(cacheOption: .fresh(maxAge: 600)))
+        #expect(try await collect(again) == [Self.body])
+        #expect(again.task.responseSource == .cache)
+        #expect(mock.records.count == 1)
+    }
+
+    @Test func aTransferLargerThanTheLimitIsNotStored() async throws {
+        let events = LockedState<[String]>([])
+        let cache = APIResponseCache(
+            memoryBudget: 64 << 20, disk: nil,
+            eventHandler: { event in
+                if case .notStored(_, let reason) = event { events.withLock { $0.append(reason) } }
+            })
+        let big = Data(count: APIRequestDefaults.maxCachedTransferSize + 1)
+        let (clock, _, transfers, _) = make(
+            .status(200, headers: ["Cache-Control": "max-age=600"], body: big).inChunks(4, every: 0), cache: cache)
+        let streamed = transfers.bytes(for: TransferRequest(cacheOption: .fresh(maxAge: 600)))
+        clock.advance(by: 1)
+        #expect(try await collect(streamed).reduce(0) { $0 + $1.count } == big.count)
+        #expect(cache.memoryCount == 0)
+        #expect(events.withLock { $0 }.contains { $0.contains("larger than") })
+    }
+
+    @Test func aDownloadRevalidatedWithA304IsWrittenFromTheStoredCopy() throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let (clock, mock, transfers, _) = make(Self.cachable, .status(304, headers: ["ETag": "\"v1\""]), cache: cache)
+        let download = APIDownload(to: directory.url.appendingPathComponent("checked.bin"), ifExists: .replace)
+        transfers.send(TransferRequest(download: download, cacheOption: .both))
+        clock.advance(by: 1)
+        try FileManager.default.removeItem(at: download.destination)
+        let second = transfers.send(TransferRequest(download: download, cacheOption: .both))
+        clock.advance(by: 1)
+        #expect(mock.records.last?.request.value(forHTTPHeaderField: "If-None-Match") == "\"v1\"")
+        #expect(second.state.name == "finished")
+        #expect(second.responseSource == .revalidated)
         #expect(try Data(contentsOf: download.destination) == Self.body)
     }
 }

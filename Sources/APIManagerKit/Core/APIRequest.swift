@@ -116,7 +116,8 @@ public protocol APIRequest: Sendable {
     /// it.
     var reportsProgress: Bool { get }
     /// Where the response body is written instead of memory (see ``APIDownload``); `nil` (in
-    /// memory) unless overridden. A download is never cached nor shared with another request.
+    /// memory) unless overridden. A download is never shared with another request, and uses the
+    /// cache only when ``cacheOption`` asks (is not `.networkOnly`).
     var download: APIDownload? { get }
     /// An `Idempotency-Key` header (IETF httpapi draft) that makes a retried `POST` or `PATCH` safe:
     /// its value is generated once per task and sent unchanged on every attempt, retry and
@@ -290,6 +291,9 @@ public enum APIRequestDefaults {
     /// The largest `multipart/form-data` body built in memory: 10 MiB. A larger one is written to a
     /// temporary file and streamed from disk.
     public static let multipartInMemoryLimit = 10 << 20
+    /// 8 MiB: the largest body of a download or a streamed response that is stored in the cache,
+    /// when its request asks for the cache (see ``APIRequest/cacheOption``).
+    public static let maxCachedTransferSize = 8 << 20
 }
 
 extension APIRequest where AcceptableStatusCodes == APIStatusCodes {

@@ -107,22 +107,38 @@ extension APIEngine {
 
     /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
     private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
-        // A streamed body (a file) has no bytes for a key, and a download goes to a file: never cached.
-        guard let cache, attempt.request.httpBodyStream == nil, attempt.task.download == nil,
-            attempt.task.bodyStream == nil
+        // A streamed body (a file) has no bytes for a key: never cached. A download or a streamed
+        // response uses the cache only when its request asks (see TransferCacheStage).
+        let task = attempt.task
+        let isTransfer = TransferCacheStage.isTransfer(task)
+        guard let cache, attempt.request.httpBodyStream == nil, !isTransfer || task.cacheSettings.option != .networkOnly
         else {
             return .readyToSend(cachedCopy: nil)
         }
         var copy: AnyAPITask.BuiltResponse?
-        let task = attempt.task
         switch CacheLookupStage.lookUp(
             cache, settings: task.cacheSettings, attempt: attempt.number, request: attempt.request,
             sensitiveHeaders: attempt.sensitiveHeaders, writesBehind: writesBehind)
         {
         case .answer(let stored, let otherwise):
-            if case .success(let response) = task.buildResponse(stored) { return .answered(response, .cache) }
+            if isTransfer {
+                // Written to the destination, or handed to the stream, as the network's would be.
+                switch TransferCacheStage.deliver(stored, to: task, requestURL: attempt.request.url) {
+                case .success(let delivered):
+                    if case .success(let response) = task.buildResponse(delivered) {
+                        return .answered(response, .cache)
+                    }
+                case .failure(let error):
+                    return .failed(error)
+                }
+            } else if case .success(let response) = task.buildResponse(stored) {
+                return .answered(response, .cache)
+            }
             cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
             attempt.cache = otherwise
+        case .copyFirst(_, let then) where isTransfer:
+            // A file or a stream takes one body: the network's, revalidating the stored one.
+            attempt.cache = then
         case .copyFirst(let stored, var then):
             if !attempt.isReplay {
                 if case .success(let response) = task.buildResponse(stored) {
@@ -166,6 +182,7 @@ extension APIEngine {
             }
         }
         if let buffer = attempt.task.bodyStream {
+            if attempt.cache != nil { buffer.keepCopy(upTo: APIRequestDefaults.maxCachedTransferSize) }
             let stream = APIResponseBodyStream(buffer: buffer)
             attempt.stream = stream
             options.responseBodyStream = stream

@@ -9,7 +9,8 @@ extension APIManager {
     /// the delegate. An error status fails the stream with the task's ``APIError`` before any part;
     /// a failure before any part reached the stream is retried by the request's retry policy, one
     /// after is not (the stream throws). Ending the iteration early cancels the task. Streamed
-    /// responses are never cached, shared or written to a ``APIRequest/download`` file.
+    /// responses are never shared or written to a ``APIRequest/download`` file, and use the cache
+    /// only when the request's ``APIRequest/cacheOption`` asks (a stored body comes as one part).
     ///
     /// ```swift
     /// for try await chunk in chat.bytes(for: CompletionRequest(prompt: "Hello")) {

@@ -60,6 +60,10 @@ final class StreamBuffer: Sendable {
         var waiter: CheckedContinuation<Data?, any Error>?
         var whenReady: (@Sendable () -> Void)?
         var end: Result<Void, APIError>?
+        /// A copy of every part, for the cache, while it is at most the limit (see ``keepCopy(upTo:)``).
+        var copy: Data?
+        var copyLimit = 0
+        var copyOverflowed = false
     }
 
     private let state = LockedState(State())
@@ -73,6 +77,14 @@ final class StreamBuffer: Sendable {
         let (waiter, goOn) = state.withLock { state -> (CheckedContinuation<Data?, any Error>?, Bool) in
             guard state.end == nil else { return (nil, true) }
             state.pushed += data.count
+            if state.copy != nil {
+                if state.pushed <= state.copyLimit {
+                    state.copy?.append(data)
+                } else {
+                    state.copy = nil
+                    state.copyOverflowed = true
+                }
+            }
             if let waiter = state.waiter {
                 state.waiter = nil
                 return (waiter, true)
@@ -103,6 +115,20 @@ final class StreamBuffer: Sendable {
         waiter?.resume(returning: data)
         return goOn
     }
+
+    /// Keeps a copy of the parts while they total at most `limit` bytes (a stream whose request
+    /// asks for the cache).
+    func keepCopy(upTo limit: Int) {
+        state.withLock { state in
+            if state.copy == nil, !state.copyOverflowed, state.pushed == 0 {
+                state.copy = Data()
+                state.copyLimit = limit
+            }
+        }
+    }
+
+    /// The whole body, when a copy was kept and it stayed within its limit.
+    var keptCopy: Data? { state.withLock { $0.copyOverflowed ? nil : $0.copy } }
 
     /// The bytes pushed so far (retries are refused once any went to the consumer).
     var pushedBytes: Int { state.withLock { $0.pushed } }

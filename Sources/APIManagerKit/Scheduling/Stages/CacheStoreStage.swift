@@ -41,6 +41,14 @@ struct CacheContext: Sendable {
         }
     }
 
+    /// Keeps a download's or a streamed response's copy (see ``TransferCacheStage``), or notes why not.
+    func store(transfer copy: Result<APIRawResponse, TransferCacheStage.NotStored>) {
+        switch copy {
+        case .success(let copy): store(copy)
+        case .failure(let notStored): cache.note(.notStored(key, reason: notStored.reason))
+        }
+    }
+
     /// A `304 Not Modified` for the entry being revalidated: re-dates and re-stores it, and returns it.
     func refresh(with notModified: APIRawResponse) -> APICacheEntry? {
         guard let revalidating else { return nil }

@@ -14,15 +14,27 @@ enum ResponseStage {
         case .failure(let error):
             return .failed(error)
         case .success(let raw):
+            let isTransfer = TransferCacheStage.isTransfer(task)
             if raw.statusCode == 304, let refreshed = cache?.refresh(with: raw) {
-                switch task.buildResponse(refreshed.response) {
+                var stored = refreshed.response
+                if isTransfer {
+                    switch TransferCacheStage.deliver(stored, to: task, requestURL: raw.url) {
+                    case .success(let delivered): stored = delivered
+                    case .failure(let error): return .failed(error)
+                    }
+                }
+                switch task.buildResponse(stored) {
                 case .success(let payload): return .built(payload, .revalidated)
                 case .failure(let error): return .failed(error)
                 }
             }
             switch task.buildResponse(raw) {
             case .success(let payload):
-                cache?.store(raw)
+                if isTransfer {
+                    cache?.store(transfer: TransferCacheStage.storedCopy(of: raw, for: task))
+                } else {
+                    cache?.store(raw)
+                }
                 return .built(payload, .network)
             case .failure(let error):
                 return .failed(error)
