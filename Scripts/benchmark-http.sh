@@ -50,16 +50,8 @@ assert len(body) == 205, len(body)
 open(os.path.join(sys.argv[1], "small.json"), "w").write(body)
 open(os.path.join(sys.argv[1], "large.bin"), "wb").write(bytes(i % 251 for i in range(65536)))
 PY
-# On two or more CPUs, nginx gets the last one and the client the others, so they do not take
-# turns on one core (the noise then drops from about ±10 % to ±1 %).
-cpus=$(nproc)
-if ((cpus >= 2)); then
-    nginx_start "$root" $((cpus - 1))
-    pin=(taskset -c "0-$((cpus - 2))")
-else
-    nginx_start "$root"
-    pin=()
-fi
+nginx_start_pinned "$root"  # nginx on the last CPU, the client (pin) on the others
+pin=("${PIN[@]}")
 port=$NGINX_PORT
 trap 'nginx_stop "$root"; rm -rf "$root"' EXIT
 

@@ -32,14 +32,8 @@ mkdir -p "$root/www" "$root/client"
 trap 'nginx_stop "$root"; rm -rf "$root"' EXIT
 echo "== Writing a $size MiB file" >&2
 head -c $((size << 20)) /dev/urandom > "$root/www/big.bin"
-cpus=$(nproc)
-if ((cpus >= 2)); then
-    nginx_start "$root" $((cpus - 1))
-    pin=(taskset -c "0-$((cpus - 2))")
-else
-    nginx_start "$root"
-    pin=()
-fi
+nginx_start_pinned "$root"  # nginx on the last CPU, the client (pin) on the others
+pin=("${PIN[@]}")
 swift build -c release --package-path Transports/AsyncHTTPClient --product TransferBenchmark >&2
 binary=$(swift build -c release --package-path Transports/AsyncHTTPClient --show-bin-path)/TransferBenchmark
 echo "nginx $("$(nginx_binary)" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$NGINX_PORT, a $size MiB file, $rounds rounds"

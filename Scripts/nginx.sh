@@ -4,6 +4,8 @@
 #   nginx_start ROOT [CPU]   serves ROOT/www (which the caller fills) on a free port, pinned to CPU if given;
 #                            sets NGINX_PORT. POST /upload reads the whole body and answers 200; /slow/FILE
 #                            is FILE at 4 MiB/s, unless the request has a Range header.
+#   nginx_start_pinned ROOT  as nginx_start, on the last CPU when there are two or more; sets PIN to the
+#                            command prefix that runs a client on the others (empty on one CPU)
 #   nginx_stop ROOT
 # Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
 
@@ -73,6 +75,19 @@ CONF
     echo "nginx did not start; its log:" >&2
     cat "$root/error.log" >&2 || true
     return 1
+}
+
+nginx_start_pinned() {
+    local cpus
+    cpus=$(nproc)
+    # nginx on one CPU and the client on the others, so they do not take turns on one core.
+    if ((cpus >= 2)); then
+        nginx_start "$1" $((cpus - 1))
+        PIN=(taskset -c "0-$((cpus - 2))")
+    else
+        nginx_start "$1"
+        PIN=()
+    fi
 }
 
 nginx_stop() {

@@ -242,16 +242,11 @@ struct DownloadTests {
 
     /// Writes what the test says into the download's file, and answers only when told, even after
     /// a cancellation (as URLSession delivers parts it already read).
-    final class LateTransport: APITransport, @unchecked Sendable {
+    final class LateTransport: OptionsTransport, @unchecked Sendable {
         // @unchecked: touched by the test's thread only (the engine runs inline).
         var file: APIResponseBodyFile?
         var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
         var cancelled = false
-        func send(
-            _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
-        ) -> any APICancellable {
-            send(request, options: APITransportOptions(), completion: completion)
-        }
         func send(
             _ request: URLRequest, options: APITransportOptions,
             completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void

@@ -293,7 +293,7 @@ struct MultipartTests {
     }
 
     /// Accepts body writers: records each attempt's body as its writer wrote it, and the options.
-    final class WritingTransport: APITransport, @unchecked Sendable {
+    final class WritingTransport: OptionsTransport, @unchecked Sendable {
         // @unchecked: `sent` is only touched under `lock`.
         private let lock = NSLock()
         private var sent: [(request: URLRequest, options: APITransportOptions, body: Data?)] = []
@@ -301,11 +301,6 @@ struct MultipartTests {
         init(failFirst: Bool = false) { self.failFirst = failFirst }
         var acceptsBodyWriters: Bool { true }
         var records: [(request: URLRequest, options: APITransportOptions, body: Data?)] { lock.withLock { sent } }
-        func send(
-            _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
-        ) -> any APICancellable {
-            send(request, options: APITransportOptions(), completion: completion)
-        }
         func send(
             _ request: URLRequest, options: APITransportOptions,
             completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void

@@ -195,12 +195,7 @@ struct StreamingTests {
 
     @Test func aManagerOnATransportThatDoesNotWaitStreamsEveryByteInBoundedMemory() async throws {
         /// Writes the whole body at once and ignores every request to wait.
-        struct EagerTransport: APITransport {
-            func send(
-                _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
-            ) -> any APICancellable {
-                send(request, options: APITransportOptions(), completion: completion)
-            }
+        struct EagerTransport: OptionsTransport {
             func send(
                 _ request: URLRequest, options: APITransportOptions,
                 completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void

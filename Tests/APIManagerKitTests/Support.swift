@@ -206,3 +206,20 @@ final class NamedHandle: APICancellable, @unchecked Sendable {
     // @unchecked: no state.
     func cancel() {}
 }
+
+/// A test transport written against the options seam alone: `send(_:completion:)` forwards to it
+/// with no options.
+protocol OptionsTransport: APITransport {
+    func send(
+        _ request: URLRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable
+}
+
+extension OptionsTransport {
+    func send(
+        _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        send(request, options: APITransportOptions(), completion: completion)
+    }
+}
