@@ -171,9 +171,11 @@ public final class APIResponseBodyFile: Sendable {
                 throw APIError.responseTooLarge(limit: Int(clamping: limit))
             }
             state.written = total
+            // One buffer for the whole download: no allocation per run.
+            if state.pending.isEmpty { state.pending.reserveCapacity(Self.writeSize + data.count) }
             state.pending.append(data)
             guard state.pending.count >= Self.writeSize else { return }
-            defer { state.pending = Data() }
+            defer { state.pending.removeAll(keepingCapacity: true) }
             do {
                 try handle.write(contentsOf: state.pending)
             } catch {
