@@ -180,6 +180,27 @@ struct StreamingTests {
         #expect(received == Self.parts.reduce(Data(), +))
     }
 
+    @Test func smallPartsSpilledAndReadBetweenWritesKeepTheirOrder() async throws {
+        let buffer = StreamBuffer()
+        let stream = APIResponseBodyStream(buffer: buffer)
+        _ = stream.begin(statusCode: 200, headers: [:])
+        // 16 KiB parts, as URLSession hands them over, each stamped with its index.
+        let parts = (0..<1210).map { index in
+            var part = Data(repeating: UInt8(truncatingIfNeeded: index), count: 16 << 10)
+            withUnsafeBytes(of: UInt32(index).bigEndian) { part.replaceSubrange(0..<4, with: $0) }
+            return part
+        }
+        var received = Data()
+        for part in parts[..<901] { _ = stream.write(part) {} }
+        // The consumer drains memory and reads into the overflow, part of which is still pending.
+        while received.count < 600 << 14 { received.append(try await buffer.next() ?? Data()) }
+        #expect(buffer.spilledBytes > 0)
+        for part in parts[901...] { _ = stream.write(part) {} }
+        buffer.finish(.success(()))
+        while let chunk = try await buffer.next() { received.append(chunk) }
+        #expect(received == parts.reduce(Data(), +))
+    }
+
     @Test func aStreamFailingWithPartsOnDiskGivesThemBeforeTheError() async throws {
         let buffer = StreamBuffer()
         let stream = APIResponseBodyStream(buffer: buffer)

@@ -282,8 +282,13 @@ final class SpillFile: @unchecked Sendable {
     // @unchecked: only touched under StreamBuffer's lock.
     private let writer: FileHandle?
     private let reader: FileHandle?
+    /// Bytes appended (to the file or `pending`) and bytes read.
     private var written: Int64 = 0
     private var read: Int64 = 0
+    /// Parts not yet written: written in runs of 256 KiB (a transport hands over 16 KiB at a time),
+    /// or before a read that needs them.
+    private var pending = Data()
+    private static let runSize = 256 << 10
 
     init() {
         let url = FileManager.default.temporaryDirectory
@@ -308,21 +313,36 @@ final class SpillFile: @unchecked Sendable {
     var isEmpty: Bool { read == written }
     var unread: Int64 { written - read }
 
-    /// Appends a part; `false` when it could not be written.
+    /// Appends a part; `false` when it could not be written (then nothing of it was kept).
     func append(_ data: Data) -> Bool {
-        guard let writer else { return false }
-        do {
-            try writer.write(contentsOf: data)
-        } catch {
+        guard writer != nil else { return false }
+        if pending.isEmpty { pending.reserveCapacity(Self.runSize + data.count) }
+        pending.append(data)
+        if pending.count >= Self.runSize, !flush() {
+            pending.removeLast(data.count)
             return false
         }
         written += Int64(data.count)
         return true
     }
 
+    /// Writes the pending parts; `false` when the file refused them.
+    private func flush() -> Bool {
+        guard let writer, !pending.isEmpty else { return true }
+        do {
+            try writer.write(contentsOf: pending)
+        } catch {
+            return false
+        }
+        pending.removeAll(keepingCapacity: true)
+        return true
+    }
+
     /// The next bytes, at most `limit`, in the order they were appended.
     func read(upTo limit: Int) -> Result<Data, APIError> {
         guard let reader else { return .failure(.transport(underlying: CocoaError(.fileReadUnknown))) }
+        // What is read may still be pending: everything appended goes to the file first.
+        guard flush() else { return .failure(.transport(underlying: CocoaError(.fileWriteUnknown))) }
         do {
             let data = try reader.read(upToCount: Int(min(Int64(limit), unread))) ?? Data()
             guard !data.isEmpty else { return .failure(.transport(underlying: CocoaError(.fileReadCorruptFile))) }
