@@ -317,6 +317,22 @@ def fixture(environ, start_response):
             position += count
         return _json(start_response, "200 OK", {"bytes": size, "sha256": digest.hexdigest()})
 
+    if route == "redirect-after-body":
+        # Reads the whole body (chunked or not), then redirects to /anything with ?status=.
+        stream = environ["wsgi.input"]
+        remaining = int(environ.get("CONTENT_LENGTH") or 0)
+        while True:
+            chunk = stream.read(min(1 << 20, remaining) if remaining else 1 << 20)
+            if not chunk:
+                break
+            if remaining:
+                remaining -= len(chunk)
+                if remaining == 0:
+                    break
+        status = int(_query(environ).get("status", "307"))
+        start_response(f"{status} Redirect", [("Location", "/anything"), ("Content-Length", "0")])
+        return [b""]
+
     if route == "upload-digest":
         # The size and SHA-256 of the raw body, read in chunks (uploads of hundreds of MiB).
         digest = hashlib.sha256()

@@ -24,6 +24,19 @@ public enum APIHTTPRules {
         return status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST"
     }
 
+    /// The failure of a redirect that would send a streamed body again (a `307` or `308`, or a
+    /// redirect that keeps a `PUT`) when the transport cannot: a stream is read once, and sending it
+    /// again would send it empty or short (and URLSession on Linux cannot send a file body again
+    /// either: it waits for a body it never sends). `nil` when the redirect may be followed.
+    public static func streamBodyRedirectFailure(status: Int, method: String?, sendsStreamOnce: Bool) -> APIError? {
+        guard sendsStreamOnce, [301, 302, 307, 308].contains(status),
+            !redirectBecomesGET(status: status, method: method)
+        else { return nil }
+        return .invalidRequest(
+            reason: "the server redirected (\(status)) a request whose streamed body the transport cannot "
+                + "send again")
+    }
+
     /// The content codings of a `Content-Encoding` value, lower-cased, without `identity`.
     public static func contentCodings(_ contentEncoding: String?) -> [String] {
         guard let contentEncoding else { return [] }

@@ -129,11 +129,16 @@ public final class URLSessionTransport: APITransport {
             #endif
         }
         // The delegate keeps what the request needs until the task completes; `finish` lets it go.
-        delegate.register(
-            Transfer(
-                requestURL: request.url, options: options, timeout: request.timeoutInterval, task: task,
-                completion: completion),
-            for: task)
+        var transfer = Transfer(
+            requestURL: request.url, options: options, timeout: request.timeoutInterval, task: task,
+            completion: completion)
+        #if canImport(FoundationNetworking)
+        // On Linux a redirected upload task waits for a body it never sends: files count as once too.
+        transfer.sendsStreamOnce = request.httpBodyStream != nil
+        #else
+        transfer.sendsStreamOnce = request.httpBodyStream != nil && options.bodyFile == nil
+        #endif
+        delegate.register(transfer, for: task)
         task.resume()
         return TransferHandle(delegate: delegate, taskIdentifier: task.taskIdentifier)
     }
@@ -199,9 +204,13 @@ struct Transfer {
     var rejectedChallenge = false
     var timedOut = false
     var bodyTooLarge = false
-    /// A redirect to a scheme other than http or https was refused: the attempt fails with
-    /// `URLError(.unsupportedURL)`.
-    var redirectRefused = false
+    /// A redirect was refused, and the attempt fails with this: `URLError(.unsupportedURL)` for a
+    /// scheme other than http or https, ``APIHTTPRules/streamBodyRedirectFailure(status:method:sendsStreamOnce:)``
+    /// for one that would send a stream body again.
+    var refusedRedirect: (any Error)?
+    /// Whether the body is a stream that cannot be sent again on a redirect (a stream that is not a
+    /// file; on Linux, any).
+    var sendsStreamOnce = false
 
     init(
         requestURL: URL?, options: APITransportOptions, timeout: TimeInterval, task: URLSessionTask,
@@ -278,15 +287,22 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let sendable = APIHTTPRules.isSendable(request.url)
         let found = state.withLock { state -> (requestURL: URL?, options: APITransportOptions)? in
             guard let transfer = state.transfers[task.taskIdentifier] else { return nil }
-            if !sendable { state.transfers[task.taskIdentifier]?.redirectRefused = true }
+            let refusal: (any Error)? =
+                sendable
+                ? APIHTTPRules.streamBodyRedirectFailure(
+                    status: response.statusCode, method: task.currentRequest?.httpMethod,
+                    sendsStreamOnce: transfer.sendsStreamOnce)
+                : URLError(.unsupportedURL)
+            if let refusal {
+                state.transfers[task.taskIdentifier]?.refusedRedirect = refusal
+                return nil
+            }
             return (transfer.requestURL, transfer.options)
         }
         guard let found else {
-            completionHandler(request)
-            return
-        }
-        guard sendable else {
-            completionHandler(nil)
+            // Refused (the transfer keeps why), or not a request of the transport's.
+            let known = state.withLock { $0.transfers[task.taskIdentifier] != nil }
+            completionHandler(known ? nil : request)
             return
         }
         // Each hop is judged against the one before it (the request URL of this hop).
@@ -436,6 +452,15 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         report?(.upload, totalBytesSent, totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : nil)
     }
 
+    /// A redirect that keeps the body (`307`, `308`) of a file upload: the file is read again.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
+    ) {
+        let file = state.withLock { $0.transfers[task.taskIdentifier]?.options.bodyFile }
+        completionHandler(file.flatMap { InputStream(url: $0) })
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         finish(task.taskIdentifier, response: task.response, error: error)
     }
@@ -466,8 +491,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let body = transfer.body
         let (timedOut, bodyTooLarge) = (transfer.timedOut, transfer.bodyTooLarge)
         let rejectedChallenge = transfer.rejectedChallenge
-        if transfer.redirectRefused {
-            completion(.failure(URLError(.unsupportedURL)))
+        if let refusal = transfer.refusedRedirect {
+            completion(.failure(refusal))
             return
         }
         if bodyTooLarge, let limit = transfer.maxBodySize {

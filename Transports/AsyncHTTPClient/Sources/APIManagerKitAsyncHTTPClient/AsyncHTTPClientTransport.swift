@@ -181,6 +181,7 @@ final class Exchange: APICancellable, Sendable {
                 case .follow(let next): send(next, redirects: redirects + 1)
                 case .tooMany: finish(.failure(URLError(.httpTooManyRedirects)))
                 case .unsupported: finish(.failure(URLError(.unsupportedURL)))
+                case .refused(let failure): finish(.failure(failure))
                 case .none: finish(.success(raw))
                 }
             case .failure(let error):
@@ -209,6 +210,8 @@ final class Exchange: APICancellable, Sendable {
         case tooMany
         /// To a scheme other than http or https.
         case unsupported
+        /// One that would send a stream body again (it can be read only once).
+        case refused(APIError)
     }
 
     private func redirect(of request: URLRequest, answeredBy raw: APIRawResponse, after redirects: Int) -> Redirect {
@@ -218,6 +221,12 @@ final class Exchange: APICancellable, Sendable {
         else { return .none }
         guard APIHTTPRules.isSendable(target) else { return .unsupported }
         guard redirects < transport.maxRedirects else { return .tooMany }
+        if let failure = APIHTTPRules.streamBodyRedirectFailure(
+            status: raw.statusCode, method: request.httpMethod,
+            sendsStreamOnce: request.httpBodyStream != nil && options.bodyFile == nil && options.bodyWriter == nil)
+        {
+            return .refused(failure)
+        }
         var next = request
         next.url = target
         if APIHTTPRules.redirectBecomesGET(status: raw.statusCode, method: request.httpMethod) {
@@ -288,46 +297,91 @@ final class Exchange: APICancellable, Sendable {
         let path = url.path
         return .stream(contentLength: length) { writer in
             let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+            // The body ends with the write of its last byte (see pooledBody).
+            let done = eventLoop.makePromise(of: Void.self)
+            let written = NIOLockedValueBox<Int64>(0)
             let fileIO = NonBlockingFileIO(threadPool: .singleton)
-            return fileIO.openFile(_deprecatedPath: path, eventLoop: eventLoop).flatMap { handle, region in
+            fileIO.openFile(_deprecatedPath: path, eventLoop: eventLoop).flatMap { handle, region in
                 fileIO.readChunked(
                     fileRegion: region, allocator: ByteBufferAllocator(), eventLoop: eventLoop
                 ) { chunk in
-                    writer.write(.byteBuffer(chunk))
+                    let total = written.withLockedValue { total in
+                        total += Int64(chunk.readableBytes)
+                        return total
+                    }
+                    let write = writer.write(.byteBuffer(chunk))
+                    if total == length { write.cascade(to: done) }
+                    return write
                 }.always { _ in try? handle.close() }
+            }.whenComplete { result in
+                switch result {
+                case .success: if length == 0 { done.succeed(()) }
+                case .failure(let error): done.fail(error)
+                }
             }
+            return done.futureResult
         }
     }
 
-    /// A body read from an `InputStream` on NIO's thread pool, 64 KiB at a time, waiting for each
-    /// chunk to be written before reading the next (so memory stays at one chunk).
+    /// A body read from an `InputStream`, 64 KiB at a time.
     private static func streamBody(_ reader: StreamReader, length: Int?) -> HTTPClient.Body {
-        .stream(contentLength: length.map(Int64.init)) { writer in
-            let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
-            return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-                try reader.open()
-                defer { reader.close() }
-                var sent = 0
-                while let chunk = try reader.next(upTo: 64 << 10) {
-                    sent += chunk.count
-                    try writer.write(.byteBuffer(ByteBuffer(data: chunk))).wait()
-                }
-                if let length, sent != length {
-                    throw APIError.invalidRequest(
-                        reason: "the body stream gave \(sent) bytes where its length said \(length)")
-                }
+        pooledBody(length: length.map(Int64.init)) { sink in
+            try reader.open()
+            defer { reader.close() }
+            var sent = 0
+            while let chunk = try reader.next(upTo: 64 << 10) {
+                sent += chunk.count
+                try sink(chunk)
+            }
+            if let length, sent != length {
+                throw APIError.invalidRequest(
+                    reason: "the body stream gave \(sent) bytes where its length said \(length)")
             }
         }
     }
 
-    /// A body the engine's writer produces (a multipart form from its files) on NIO's thread pool,
-    /// waiting for each chunk to be written before producing the next.
+    /// A body the engine's writer produces (a multipart form from its files).
     private static func writtenBody(_ writer: APIBodyWriter) -> HTTPClient.Body {
-        .stream(contentLength: writer.length) { bodyWriter in
-            let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
-            return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-                try writer.write { chunk in try bodyWriter.write(.byteBuffer(ByteBuffer(data: chunk))).wait() }
+        pooledBody(length: writer.length) { sink in try writer.write(to: sink) }
+    }
+
+    /// A body whose chunks `produce` reads (blocking: streams, a form's files) on NIO's thread pool,
+    /// one written while the next is read, so memory stays at about three chunks. The body ends with the
+    /// write of its last chunk, on that write's event loop, not after a hop back from the thread
+    /// pool: a server that answers as soon as it has the last byte must find the body complete, or
+    /// AsyncHTTPClient fails the request (`requestStreamCancelled`).
+    private static func pooledBody(
+        length: Int64?, produce: @escaping @Sendable (_ sink: (Data) throws -> Void) throws -> Void
+    ) -> HTTPClient.Body {
+        .stream(contentLength: length) { writer in
+            let done = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
+            NIOThreadPool.singleton.submit { state in
+                guard case .active = state else {
+                    done.fail(CancellationError())
+                    return
+                }
+                // One write in flight while the next chunk is read; the one before it waited for.
+                var held: Data?
+                var inFlight: EventLoopFuture<Void>?
+                do {
+                    try produce { chunk in
+                        if let previous = held {
+                            try inFlight?.wait()
+                            inFlight = writer.write(.byteBuffer(ByteBuffer(data: previous)))
+                        }
+                        held = chunk
+                    }
+                    try inFlight?.wait()
+                    if let last = held {
+                        writer.write(.byteBuffer(ByteBuffer(data: last))).cascade(to: done)
+                    } else {
+                        done.succeed(())
+                    }
+                } catch {
+                    done.fail(error)
+                }
             }
+            return done.futureResult
         }
     }
 

@@ -15,6 +15,8 @@ enum TransportUnderTest {
     static let holdsStreamedBodiesBack = true
     /// Whether a stream body of a known length goes with its `Content-Length`.
     static let sendsStreamLengths = true
+    /// Whether a file upload redirected with a `307` or `308` is sent again.
+    static let resendsFileBodiesOnRedirect = true
 
     static func make() -> Transport { AsyncHTTPClientTransport() }
 }
