@@ -20,6 +20,7 @@ struct DownloadTests {
         var concurrencyScope: String?
         var sharing: APIRequestSharing = .never
         var reportsProgress = false
+        var concurrencyPolicy: APIConcurrencyPolicy = .default
     }
 
     final class Files: APIManager {
@@ -172,6 +173,22 @@ struct DownloadTests {
         let third = files.send(FileRequest(download: APIDownload(to: destination, ifExists: .replace)))
         clock.advance(by: 10)
         #expect(third.state.name == "finished", "free again once the first ended")
+    }
+
+    @Test func aSecondDownloadQueuedBehindTheFirstTakesTheDestinationWhenItsTurnComes() throws {
+        let (clock, transport, files) = make { _ in Self.whole() }
+        let request = FileRequest(
+            download: APIDownload(to: destination, ifExists: .replace), concurrencyScope: "report",
+            concurrencyPolicy: .waitUntilDone)
+        let first = files.send(request)
+        let second = files.send(request)
+        #expect(second.state.name == "waiting", "queued, holding nothing")
+        clock.advance(by: 10)
+        #expect(first.state.name == "finished")
+        clock.advance(by: 10)
+        #expect(second.state.name == "finished", "the first let the destination go when it ended")
+        #expect(transport.records.count == 2)
+        #expect(try Data(contentsOf: destination) == Self.full)
     }
 
     @Test func aCancelledDownloadsLateEndDoesNotFreeTheNextOnesDestination() throws {

@@ -358,7 +358,7 @@ struct MultipartTests {
         try Data(count: 10).write(to: file)
         var form = APIMultipartFormData()
         try form.append(APIFile(url: file), name: "file")
-        let writer = try APIBodyWriter(form: form)
+        let writer = APIBodyWriter(form: form, length: try form.contentLength())
         try FileManager.default.removeItem(at: file)
         #expect(throws: APIError.self) { try writer.write { _ in } }
     }
@@ -367,7 +367,7 @@ struct MultipartTests {
         struct Closed: Error {}
         var form = APIMultipartFormData()
         try form.append("value", name: "field")
-        let writer = try APIBodyWriter(form: form)
+        let writer = APIBodyWriter(form: form, length: try form.contentLength())
         #expect(throws: Closed.self) { try writer.write { _ in throw Closed() } }
     }
 

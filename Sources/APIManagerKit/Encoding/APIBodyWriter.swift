@@ -11,9 +11,10 @@ public struct APIBodyWriter: Sendable {
     public let length: Int64
     private let form: APIMultipartFormData
 
-    init(form: APIMultipartFormData) throws(APIError) {
+    /// `length` is the form's ``APIMultipartFormData/contentLength()``, as the request was built with.
+    init(form: APIMultipartFormData, length: Int64) {
         self.form = form
-        length = try form.contentLength()
+        self.length = length
     }
 
     /// Writes the whole body, in order, to `sink`; rethrows what `sink` throws. Throws

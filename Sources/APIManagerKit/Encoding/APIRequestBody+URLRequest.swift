@@ -23,7 +23,7 @@ extension APIRequestBody {
                 if request.value(forHTTPHeaderField: "Content-Length") == nil {
                     request.setValue(String(length), forHTTPHeaderField: "Content-Length")
                 }
-                BodyFile.register(BodyFile(deferring: multipart), for: placeholder)
+                BodyFile.register(BodyFile(deferring: APIBodyWriter(form: multipart, length: length)), for: placeholder)
             } else {
                 let file = BodyFile(url: BodyFile.newTemporaryURL(), isTemporary: true)
                 try multipart.write(to: file.url)
@@ -75,18 +75,18 @@ final class BodyFile: Sendable {
     let isTemporary: Bool
     /// A form too large for memory that is not written anywhere: the engine gives it to a transport
     /// that accepts body writers (``APITransport/acceptsBodyWriters``). `url` is then unused.
-    let deferredForm: APIMultipartFormData?
+    let deferredWriter: APIBodyWriter?
 
     init(url: URL, isTemporary: Bool) {
         self.url = url
         self.isTemporary = isTemporary
-        deferredForm = nil
+        deferredWriter = nil
     }
 
-    init(deferring form: APIMultipartFormData) {
+    init(deferring form: APIBodyWriter) {
         url = Self.newTemporaryURL()
         isTemporary = false
-        deferredForm = form
+        deferredWriter = form
     }
 
     /// Set while the engine builds a request for a transport that accepts body writers: a form too

@@ -162,15 +162,7 @@ extension APIEngine {
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
         if let body = attempt.bodyFile {
-            if let form = body.deferredForm {
-                do throws(APIError) {
-                    options.bodyWriter = try APIBodyWriter(form: form)
-                } catch {
-                    return .failed(error)
-                }
-            } else {
-                options.bodyFile = body.url
-            }
+            if let writer = body.deferredWriter { options.bodyWriter = writer } else { options.bodyFile = body.url }
         }
         if let download = attempt.task.download {
             switch DownloadStage.prepare(download, request: &attempt.request) {
@@ -251,7 +243,7 @@ extension APIEngine {
 
     /// The size of the attempt's request body (its upload), `nil` for none.
     private static func bodySize(of attempt: Attempt) -> Int64? {
-        if let file = attempt.bodyFile, file.deferredForm == nil { return try? FileSource.size(of: file.url) }
+        if let file = attempt.bodyFile, file.deferredWriter == nil { return try? FileSource.size(of: file.url) }
         if let body = attempt.request.httpBody, !body.isEmpty { return Int64(body.count) }
         // A stream body of a known length (APIRequestBody.stream(length:)).
         if attempt.request.httpBodyStream != nil {

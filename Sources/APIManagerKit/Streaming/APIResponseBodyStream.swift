@@ -60,10 +60,10 @@ final class StreamBuffer: Sendable {
         var waiter: CheckedContinuation<Data?, any Error>?
         var whenReady: (@Sendable () -> Void)?
         var end: Result<Void, APIError>?
-        /// A copy of every part, for the cache, while it is at most the limit (see ``keepCopy(upTo:)``).
+        /// A copy of every part, for the cache, while it is at most the limit (see ``keepCopy(upTo:)``);
+        /// `nil` when none is kept or it went past the limit.
         var copy: Data?
         var copyLimit = 0
-        var copyOverflowed = false
     }
 
     private let state = LockedState(State())
@@ -78,12 +78,7 @@ final class StreamBuffer: Sendable {
             guard state.end == nil else { return (nil, true) }
             state.pushed += data.count
             if state.copy != nil {
-                if state.pushed <= state.copyLimit {
-                    state.copy?.append(data)
-                } else {
-                    state.copy = nil
-                    state.copyOverflowed = true
-                }
+                if state.pushed <= state.copyLimit { state.copy?.append(data) } else { state.copy = nil }
             }
             if let waiter = state.waiter {
                 state.waiter = nil
@@ -120,7 +115,7 @@ final class StreamBuffer: Sendable {
     /// asks for the cache).
     func keepCopy(upTo limit: Int) {
         state.withLock { state in
-            if state.copy == nil, !state.copyOverflowed, state.pushed == 0 {
+            if state.copy == nil, state.pushed == 0 {
                 state.copy = Data()
                 state.copyLimit = limit
             }
@@ -128,7 +123,7 @@ final class StreamBuffer: Sendable {
     }
 
     /// The whole body, when a copy was kept and it stayed within its limit.
-    var keptCopy: Data? { state.withLock { $0.copyOverflowed ? nil : $0.copy } }
+    var keptCopy: Data? { state.withLock { $0.copy } }
 
     /// The bytes pushed so far (retries are refused once any went to the consumer).
     var pushedBytes: Int { state.withLock { $0.pushed } }

@@ -285,8 +285,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
     ) {
         let sendable = APIHTTPRules.isSendable(request.url)
-        let found = state.withLock { state -> (requestURL: URL?, options: APITransportOptions)? in
-            guard let transfer = state.transfers[task.taskIdentifier] else { return nil }
+        /// What the one locked look at the transfer decides.
+        enum Decision {
+            /// Not a request of the transport's: as URLSession says.
+            case unknown
+            /// Refused: the transfer keeps why, and the attempt fails with it.
+            case refused
+            case follow(requestURL: URL?, options: APITransportOptions)
+        }
+        let decision = state.withLock { state -> Decision in
+            guard let transfer = state.transfers[task.taskIdentifier] else { return .unknown }
             let refusal: (any Error)? =
                 sendable
                 ? APIHTTPRules.streamBodyRedirectFailure(
@@ -295,15 +303,20 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
                 : URLError(.unsupportedURL)
             if let refusal {
                 state.transfers[task.taskIdentifier]?.refusedRedirect = refusal
-                return nil
+                return .refused
             }
-            return (transfer.requestURL, transfer.options)
+            return .follow(requestURL: transfer.requestURL, options: transfer.options)
         }
-        guard let found else {
-            // Refused (the transfer keeps why), or not a request of the transport's.
-            let known = state.withLock { $0.transfers[task.taskIdentifier] != nil }
-            completionHandler(known ? nil : request)
+        let found: (requestURL: URL?, options: APITransportOptions)
+        switch decision {
+        case .unknown:
+            completionHandler(request)
             return
+        case .refused:
+            completionHandler(nil)
+            return
+        case .follow(let requestURL, let options):
+            found = (requestURL, options)
         }
         // Each hop is judged against the one before it (the request URL of this hop).
         let from = task.currentRequest?.url ?? found.requestURL
