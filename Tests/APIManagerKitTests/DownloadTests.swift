@@ -296,6 +296,27 @@ struct DownloadTests {
         #expect(transport.file?.resumeOffset == 300)
     }
 
+    /// URLSession on Linux answers with success when its delegate queue is behind: the body was read
+    /// before the cancellation reached it, and its parts are still queued.
+    @Test(arguments: [nil, "files"] as [String?])
+    func aCancelledDownloadAnsweredWithSuccessLeavesNoCutFileAtTheDestination(scope: String?) throws {
+        let transport = LateTransport()
+        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let task = files.send(FileRequest(download: APIDownload(to: destination), concurrencyScope: scope))
+        let file = try #require(transport.file)
+        #expect(try file.begin(statusCode: 200, headers: ["ETag": "\"v1\"", "Content-Length": "1000"]))
+        try file.write(Self.full.prefix(300))
+        task.cancel()
+        try file.write(Self.full[300...])
+        transport.completion?(.success(APIRawResponse(statusCode: 200, headers: ["ETag": "\"v1\""], body: Data())))
+        #expect(task.state.name == "cancelled(explicit)")
+        #expect(!FileManager.default.fileExists(atPath: destination.path), "a cut file never lands at the destination")
+        let partial = try Data(contentsOf: APIDownload(to: destination).partialFile)
+        #expect(partial == Self.full.prefix(300), "the part stays, to be resumed")
+        files.send(FileRequest(download: APIDownload(to: destination)))
+        #expect(transport.file?.resumeOffset == 300)
+    }
+
     @Test func aDownloadPastItsSizeLimitFailsAndLeavesNothing() {
         let (clock, _, files) = make { _ in Self.whole() }
         let task = files.send(FileRequest(download: APIDownload(to: destination, maxSize: 600)))

@@ -73,6 +73,9 @@ public final class APIResponseBodyFile: Sendable {
         var pending = Data()
         /// Whether this download still holds its destination (see ``APIResponseBodyFile/claim(_:)``).
         var holdsClaim = true
+        /// Whether the task was cancelled while the file was open (``cancel()``): what the file holds
+        /// may be a part only, whatever the transport answers later.
+        var cancelled = false
     }
 
     /// The bytes gathered before one write to the file: 256 KiB.
@@ -205,6 +208,17 @@ public final class APIResponseBodyFile: Sendable {
     }
 
     var failure: APIError? { state.withLock { $0.failure } }
+
+    /// Closes the file for a cancellation: what arrived so far is written, later parts are dropped,
+    /// and the file is never moved into place (a transport may still answer with success, for a
+    /// body it had read before the cancellation reached it).
+    func cancel() {
+        state.withLock { $0.cancelled = true }
+        close()
+    }
+
+    /// Whether the download was cancelled (see ``cancel()``).
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Writes what is pending and closes the file; another download may then take its place.
     func close() {

@@ -53,10 +53,14 @@ enum DownloadStage {
     }
 
     /// The transport answered: a complete `2xx` body moves into place; a failure keeps a partial
-    /// file that can be resumed and removes any other.
+    /// file that can be resumed and removes any other. A cancelled download is a failure whatever
+    /// the answer: its file was closed part-way (a transport may answer with success for a body it
+    /// read before the cancellation reached it, as URLSession on Linux does when its delegate queue
+    /// is behind), and moving it into place would leave a cut file at the destination.
     static func complete(_ file: APIResponseBodyFile, answer: Result<APIRawResponse, any Error>) -> Completion {
         file.close()
         let download = file.download
+        let answer = file.isCancelled ? .failure(URLError(.cancelled)) : answer
         switch answer {
         case .success(var raw):
             if raw.statusCode == 416, file.resumeOffset > 0 {
@@ -122,13 +126,14 @@ enum DownloadStage {
 
 /// A download's transfer handle: cancelling it closes the file first (what arrived so far is
 /// written), so the parts a transport still delivers after the cancellation are dropped, and a
-/// later request that resumes from the partial file finds it complete and still.
+/// later request that resumes from the partial file finds it complete and still; the file is never
+/// moved into place (see ``DownloadStage/complete(_:answer:)``).
 struct ClosingDownload: APICancellable {
     let file: APIResponseBodyFile
     let transfer: any APICancellable
 
     func cancel() {
-        file.close()
+        file.cancel()
         transfer.cancel()
     }
 }
