@@ -128,6 +128,46 @@ struct StreamingTests {
         await cancelled
     }
 
+    /// Writes what the test says into the stream, and answers only when told, even after a
+    /// cancellation (URLSession on Linux, its delegate queue behind, answers with success).
+    final class LateTransport: OptionsTransport, @unchecked Sendable {
+        // @unchecked: touched by the test's thread only (the engine runs inline).
+        var stream: APIResponseBodyStream?
+        var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
+        func send(
+            _ request: URLRequest, options: APITransportOptions,
+            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            stream = options.responseBodyStream
+            self.completion = completion
+            return NothingToCancel()
+        }
+    }
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aCancelledStreamEndsWithTheCancellationEvenWhenTheTransportAnswersWithSuccess(scope: String?) async throws {
+        let transport = LateTransport()
+        // Events wait on a suspended queue, as they would behind a busy main queue.
+        let events = DispatchQueue(label: "events")
+        events.suspend()
+        let feed = Feed(engine: APIEngine(transport: transport, delivery: .queue(events), execution: .inline))
+        let stream = feed.bytes(for: FeedRequest(concurrencyScope: scope))
+        let body = try #require(transport.stream)
+        #expect(body.begin(statusCode: 200, headers: [:]))
+        _ = body.write(Self.body.prefix(300)) {}
+        stream.task.cancel()
+        _ = body.write(Self.body.suffix(from: 300)) {}
+        transport.completion?(.success(APIRawResponse(statusCode: 200)))
+        events.resume()
+        var received = Data()
+        await #expect {
+            for try await chunk in stream { received.append(chunk) }
+        } throws: { error in
+            (error as? APIError)?.isCancellation == true
+        }
+        #expect(received == Self.body.prefix(300), "nothing written after the cancellation reaches the consumer")
+    }
+
     @Test func aTransportThatDoesNotStreamGivesTheBodyWhole() async throws {
         struct WholeTransport: APITransport {
             func send(

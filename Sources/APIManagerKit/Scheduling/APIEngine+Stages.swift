@@ -198,7 +198,8 @@ extension APIEngine {
         tellStarted(attempt, kind: .started)
         // Off the transport's callback queue: responses of different tasks build in parallel.
         let handle = transport.send(request, options: options) { attempt.transportAnswered($0) }
-        if let file = attempt.download { return .sent(ClosingDownload(file: file, transfer: handle)) }
+        if let file = attempt.download { return .sent(ClosingTransfer(closeSink: file.cancel, transfer: handle)) }
+        if let stream = attempt.stream { return .sent(ClosingTransfer(closeSink: stream.cancel, transfer: handle)) }
         return .sent(handle)
     }
 
@@ -263,6 +264,8 @@ extension APIEngine {
             }
         }
         if let stream = attempt.stream {
+            // A cut body never ends the stream as whole: the task's cancellation ends it.
+            if stream.isCancelled { answer = .failure(URLError(.cancelled)) }
             if case .success(let raw) = answer { stream.buffer.status.withLock { $0 = raw.statusCode } }
             switch answer {
             case .success(var raw) where (200..<300).contains(raw.statusCode):

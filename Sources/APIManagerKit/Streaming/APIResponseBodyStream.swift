@@ -22,7 +22,12 @@ public final class APIResponseBodyStream: Sendable {
     public static let memoryLimit = 8 << 20
 
     let buffer: StreamBuffer
-    private let streaming = LockedState(false)
+    private struct State {
+        var streaming = false
+        /// Whether the attempt was cancelled (``cancel()``).
+        var cancelled = false
+    }
+    private let state = LockedState(State())
 
     init(buffer: StreamBuffer) {
         self.buffer = buffer
@@ -32,19 +37,30 @@ public final class APIResponseBodyStream: Sendable {
     /// keep the body in memory.
     public func begin(statusCode: Int, headers: [String: String]) -> Bool {
         let streams = (200..<300).contains(statusCode)
-        streaming.withLock { $0 = streams }
+        state.withLock { $0.streaming = streams }
         buffer.status.withLock { $0 = statusCode }
         return streams
     }
 
     /// Hands a part of the body to the consumer. Returns `true` to go on reading; `false` to wait
-    /// until `whenReady` is called.
+    /// until `whenReady` is called. A part written after the attempt was cancelled is dropped.
     public func write(_ data: Data, whenReady: @escaping @Sendable () -> Void) -> Bool {
-        buffer.push(data, whenReady: whenReady)
+        guard !isCancelled else { return true }
+        return buffer.push(data, whenReady: whenReady)
     }
 
     /// Whether the body went to the consumer.
-    var isStreaming: Bool { streaming.withLock { $0 } }
+    var isStreaming: Bool { state.withLock { $0.streaming } }
+
+    /// The attempt was cancelled: parts the transport still writes are dropped, and its answer,
+    /// success included (a body it read before the cancellation reached it), does not end the
+    /// stream; the task's cancellation does.
+    func cancel() {
+        state.withLock { $0.cancelled = true }
+    }
+
+    /// Whether the attempt was cancelled (see ``cancel()``).
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 }
 
 /// The body parts between a transport and the consumer of ``APIByteStream``: bounded (see

@@ -123,17 +123,3 @@ enum DownloadStage {
         try? FileManager.default.removeItem(at: download.resumeRecord)
     }
 }
-
-/// A download's transfer handle: cancelling it closes the file first (what arrived so far is
-/// written), so the parts a transport still delivers after the cancellation are dropped, and a
-/// later request that resumes from the partial file finds it complete and still; the file is never
-/// moved into place (see ``DownloadStage/complete(_:answer:)``).
-struct ClosingDownload: APICancellable {
-    let file: APIResponseBodyFile
-    let transfer: any APICancellable
-
-    func cancel() {
-        file.cancel()
-        transfer.cancel()
-    }
-}
