@@ -18,9 +18,14 @@ struct PolicyIntegrationTests {
     }
     struct Log: APIResponse, Decodable { let entries: [Entry] }
 
-    func tracked(_ group: String, _ name: String, _ policy: APIConcurrencyPolicy, delay: Double = 0.2) -> HTTPRequest {
-        var request = HTTPRequest(
-            "fixture/track/\(group)", parameters: ["name": .string(name), "delay": .double(delay)])
+    /// A request the server holds for `delay` seconds, or, with `together`, until that many requests of
+    /// the group have reached it (at most `delay` seconds).
+    func tracked(
+        _ group: String, _ name: String, _ policy: APIConcurrencyPolicy, delay: Double = 0.2, together: Int? = nil
+    ) -> HTTPRequest {
+        var parameters: [String: APIValue] = ["name": .string(name), "delay": .double(delay)]
+        if let together { parameters["together"] = .int(together) }
+        var request = HTTPRequest("fixture/track/\(group)", parameters: APIParameters(parameters))
         request.concurrencyPolicy = policy
         return request
     }
@@ -140,9 +145,10 @@ struct PolicyIntegrationTests {
     @Test func defaultRequestsRunSideBySide() async throws {
         let group = UUID().uuidString
         let (client, ends) = clientWithEnds(APIRawResponse.self)
-        // 1.5 s on the server: long enough that a busy machine (this suite runs beside the others,
-        // under ThreadSanitizer too) still gets all three there before the first ends.
-        let tasks = (1...3).map { client.send(tracked(group, "r\($0)", .default, delay: 1.5)) }
+        // The server holds each until all three have reached it (at most 10 s): sent side by side, they
+        // overlap however busy the machine is (a fixed 1.5 s hold failed once beside the other suites);
+        // sent one after another, the first is held the whole 10 s and ends before the second starts.
+        let tasks = (1...3).map { client.send(tracked(group, "r\($0)", .default, delay: 10, together: 3)) }
         for task in tasks { await ends.waitForEnd(of: task) }
         let log = try await serverLog(group)
         #expect(log.count == 3)

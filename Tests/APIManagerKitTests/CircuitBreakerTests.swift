@@ -68,6 +68,28 @@ struct CircuitBreakerTests {
         #expect(resilience.admit(origin: origin, task: 11, isFirstAttempt: true, now: 20) == .probe)
     }
 
+    @Test func aCancelledProbeLetsTheNextAttemptProbeAtOnce() {
+        var resilience = opened()
+        #expect(resilience.admit(origin: origin, task: 10, isFirstAttempt: true, now: 10) == .probe)
+        resilience.abandon(origin: origin, task: 10, now: 11)
+        #expect(resilience.circuit(of: origin) != .closed(failures: 0), "a cancellation is no evidence: not closed")
+        #expect(resilience.admit(origin: origin, task: 11, isFirstAttempt: true, now: 11) == .probe)
+        resilience.abandon(origin: origin, task: 10, now: 12)  // the old probe's late end changes nothing
+        #expect(resilience.admit(origin: origin, task: 12, isFirstAttempt: true, now: 12) == .refused(closesIn: 0))
+    }
+
+    @Test func aCancelledAttemptLeavesTheFailureCountAsItWas() {
+        var resilience = Resilience(
+            breaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10), budget: nil)
+        for task in 1...2 as ClosedRange<UInt64> {
+            _ = resilience.admit(origin: origin, task: task, isFirstAttempt: true, now: 0)
+            _ = resilience.record(origin: origin, task: task, transientFailure: true, now: 0)
+        }
+        _ = resilience.admit(origin: origin, task: 3, isFirstAttempt: true, now: 0)
+        resilience.abandon(origin: origin, task: 3, now: 0)
+        #expect(resilience.circuit(of: origin) == .closed(failures: 2))
+    }
+
     @Test func theRetryBudgetAllowsItsFloorThenItsShareOfRequests() {
         var resilience = Resilience(
             breaker: nil, budget: APIRetryBudget(ratio: 0.5, minimumRetries: 1, window: 10))
@@ -126,6 +148,38 @@ struct CircuitBreakerTests {
         #expect(probe.state.name == "finished")
         #expect(monitor.events == ["opened 10.0", "closed"])
         #expect(manager.send(TestRequest("/items")).state.name == "finished")
+    }
+
+    /// A probe cancelled while it waits for its answer: the circuit does not close on it (nothing was
+    /// learnt), and the next request probes at once instead of being refused for another interval.
+    @Test(arguments: [nil, "items"] as [String?])
+    func aCancelledProbeNeitherClosesTheCircuitNorKeepsItShut(scope: String?) throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        let up = Locked(false)
+        transport.stub(nil, "/items") { _ in up.withLock { $0 } ? .json(#"{"value":"ok"}"#).after(1) : .status(503) }
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
+        let monitor = Monitor()
+        manager.engine.eventMonitor = { monitor.record($0) }
+        var request = TestRequest("/items")
+        request.concurrencyScope = scope
+        for _ in 0..<3 { manager.send(request) }
+        up.withLock { $0 = true }
+        clock.advance(by: 10)
+        let probe = manager.send(request)
+        #expect(probe.state.name == "running")
+        let refused = manager.send(request)
+        #expect(refused.state.name == "circuitOpen(https://api.test:443, 0.0)", "one probe at a time")
+        probe.cancel()
+        #expect(monitor.events == ["opened 10.0"], "the cancelled probe closed nothing")
+        let next = manager.send(request)
+        #expect(next.state.name == "running", "the next request is the probe, at once")
+        clock.advance(by: 1)
+        #expect(next.state.name == "finished")
+        #expect(monitor.events == ["opened 10.0", "closed"])
     }
 
     @Test func retriesPastTheBudgetEndTheTaskWithItsError() {

@@ -100,6 +100,32 @@ struct DebounceAndThrottleTests {
         #expect(third.phase == .waiting)
     }
 
+    @Test(arguments: [nil, "refresh"] as [String?])
+    func aCancelledWaitingTaskGivesItsTurnToTheNextOne(scope: String?) {
+        var h = MachineHarness()
+        h.sendPaced(.throttle, scope: scope, at: 10)
+        let second = h.sendPaced(.throttle, scope: scope, at: 10.25)
+        h.run { $0.cancel(second, reason: .explicit, into: &$1) }
+        let third = h.sendPaced(.throttle, scope: scope, at: 10.5)
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(third, after: 0.5)], "the turn at 11, not 12")
+        let fourth = h.sendPaced(.throttle, scope: scope, at: 10.5)
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(fourth, after: 1.5)], "the turn after it, at 12")
+    }
+
+    @Test func aCancelledTaskWithLaterTurnsAfterItLeavesTheirTimesAlone() {
+        var h = MachineHarness()
+        h.sendPaced(.throttle, at: 0)
+        let second = h.sendPaced(.throttle, at: 0.1)  // its turn at 1
+        let third = h.sendPaced(.throttle, at: 0.2)  // at 2
+        h.run { $0.cancel(second, reason: .explicit, into: &$1) }
+        #expect(third.phase == .waiting)
+        let fourth = h.sendPaced(.throttle, at: 0.3)
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(fourth, after: 2.7)], "after the third's turn, at 3")
+        h.run { $0.cancel(fourth, reason: .explicit, into: &$1) }
+        let fifth = h.sendPaced(.throttle, at: 0.4)
+        #expect(Array(h.lastActions) == [.scheduleQuietEnd(fifth, after: 2.6)], "the fourth's turn, given back")
+    }
+
     @Test func aThrottledTaskSentEarlyCanBeIgnoredInstead() {
         var h = MachineHarness()
         h.sendPaced(.throttle, at: 0, mode: .ignore)

@@ -23,13 +23,17 @@ struct SecretsTests {
     @Test(arguments: [
         "Authorization", "cookie", "X-Auth-Token", "X-API-Key", "x_api_key", "api_key", "access_token",
         "client_secret", "refresh-token", "Password", "user.passwd", "X-Amz-Signature", "key", "sig", "jwt",
-        "sessionId", "private_key",
+        "sessionId", "private_key", "X-Authorization", "authorize_url", "X-Authorisation", "author-auth",
+        "oauth_verifier",
     ])
     func theseNamesAreSecret(name: String) {
         #expect(APISecrets.isSecret(name))
     }
 
-    @Test(arguments: ["Accept", "page", "q", "sku", "quantity", "Content-Type", "keyword", "monkey"])
+    @Test(arguments: [
+        "Accept", "page", "q", "sku", "quantity", "Content-Type", "keyword", "monkey", "author", "authors",
+        "co_author", "X-Authority",
+    ])
     func theseNamesAreNot(name: String) {
         #expect(!APISecrets.isSecret(name))
         #expect(APISecrets.isSecret(name, additionalNames: [name.uppercased()]))

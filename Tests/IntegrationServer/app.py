@@ -14,6 +14,9 @@ from httpbin import app as httpbin_app
 _lock = threading.Lock()
 _retry_counts = {}
 _track_log = []
+# Per group: how many /fixture/track requests have started, for those that wait for the others.
+_track_started = {}
+_track_arrivals = threading.Condition(_lock)
 _truncated_counts = {}
 # Per realm: the Range header of each request to /fixture/file (or "-"), and whether its cut was made.
 _file_log = {}
@@ -112,9 +115,19 @@ def fixture(environ, start_response):
                                                 "content_type": environ.get("CONTENT_TYPE", "")})
 
     if route == "track":
-        # Records when a request of a named group starts and ends, holding it for `delay` seconds.
+        # Records when a request of a named group starts and ends, holding it for `delay` seconds;
+        # with `together=N`, until N requests of the group have started instead (at most `delay`
+        # seconds): requests sent side by side then overlap however busy the machine is.
         started = time.time()
-        time.sleep(float(query.get("delay", "0.2")))
+        delay = float(query.get("delay", "0.2"))
+        together = int(query.get("together", "0"))
+        if together > 0:
+            with _track_arrivals:
+                _track_started[arg] = _track_started.get(arg, 0) + 1
+                _track_arrivals.notify_all()
+                _track_arrivals.wait_for(lambda: _track_started[arg] >= together, timeout=delay)
+        else:
+            time.sleep(delay)
         ended = time.time()
         with _lock:
             _track_log.append({"group": arg, "name": query.get("name", ""), "start": started, "end": ended})

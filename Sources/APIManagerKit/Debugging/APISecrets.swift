@@ -13,7 +13,9 @@ import FoundationNetworking
 /// - it is `Authorization`, `Proxy-Authorization`, `Cookie` or `Set-Cookie`;
 /// - written without case, `-`, `_` and `.`, it contains `token`, `secret`, `password`, `passwd`,
 ///   `apikey`, `auth`, `session`, `signature`, `credential` or `privatekey` (`X-Auth-Token`,
-///   `api_key`, `access_token`, `client_secret`, `X-Amz-Signature`);
+///   `api_key`, `access_token`, `client_secret`, `X-Amz-Signature`), where `auth` that begins
+///   `author` counts only as `authorize` or `authorise` (`X-Authorization` is secret; `author`,
+///   `authors` and `authority` are not);
 /// - it is `key`, `sig`, `pwd`, `pass` or `jwt`;
 /// - or it is one of the names added: a request's ``APIAuthorization`` header, persisted auth
 ///   headers, whatever an authenticator sets, and ``APIEngine/secretNames``.
@@ -50,7 +52,21 @@ public enum APISecrets {
         if standardNames.contains(lowered) { return true }
         if !additionalNames.isEmpty, additionalNames.contains(where: { $0.lowercased() == lowered }) { return true }
         let squeezed = String(lowered.unicodeScalars.filter { $0 != "-" && $0 != "_" && $0 != "." })
-        return nameFragments.contains { squeezed.contains($0) }
+        return nameFragments.contains { fragment in
+            fragment == "auth" ? containsAuth(squeezed) : squeezed.contains(fragment)
+        }
+    }
+
+    /// Whether `name` (squeezed) contains `auth` other than as the start of `author` (`author`,
+    /// `authors`, `authored`, `authority`): `authorize`, `authorise` and their forms still count.
+    private static func containsAuth(_ name: String) -> Bool {
+        var rest = Substring(name)
+        while let range = rest.range(of: "auth") {
+            let after = rest[range.upperBound...]
+            if !after.hasPrefix("or") || after.hasPrefix("oriz") || after.hasPrefix("oris") { return true }
+            rest = after
+        }
+        return false
     }
 
     /// The URL as text with its user, password and secret query values replaced by ``mask``.

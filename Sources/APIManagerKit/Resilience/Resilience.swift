@@ -106,6 +106,26 @@ struct Resilience {
         return nil
     }
 
+    /// An attempt of task `task` to `origin` that was sent ended without an outcome: it was cancelled
+    /// (its task was cancelled, or ended by its deadline), which says nothing of the origin. The
+    /// failure count stays as it was; a probe's cancellation lets the next attempt probe at once
+    /// (``APICircuitBreaker``: the circuit neither closes on it nor refuses for another interval).
+    mutating func abandon(origin: String, task: UInt64, now: Double) {
+        guard breaker != nil, var state = origins[origin] else { return }
+        defer { origins[origin] = state }
+        if case .halfOpen(let probe, _) = state.circuit, probe == task { state.circuit = .open(until: now) }
+    }
+
+    /// Whether an attempt that was sent ended without an outcome: the transfer was cancelled (by the
+    /// engine: a cancelled task, a deadline, a newer request), not refused by the origin.
+    static func isAbandoned(_ error: APIError) -> Bool {
+        switch error {
+        case .cancelled: return true
+        case .transport(let underlying): return (underlying as? URLError)?.code == .cancelled
+        default: return false
+        }
+    }
+
     /// Whether a retry to `origin` fits the budget; an allowed one is counted.
     mutating func allowsRetry(origin: String, now: Double) -> Bool {
         guard let budget else { return true }

@@ -179,7 +179,9 @@ extension APIEngine {
             var change: Resilience.Change?
             var refused = false
             if let origin {
-                if sent {
+                if sent, Resilience.isAbandoned(error) {
+                    state.resilience.abandon(origin: origin, task: task.identifier, now: now)
+                } else if sent {
                     change = state.resilience.record(
                         origin: origin, task: task.identifier, transientFailure: Resilience.isTransient(error), now: now
                     )

@@ -153,6 +153,7 @@ struct SchedulingMachine {
                 startDirectly(task, in: scope, into: &actions)
             } else if task.pacing.throttleWaits {
                 throttleTurns[key] = turn + task.pacing.throttleInterval
+                task.record.throttleTurn = turn
                 waitQuietly(task, in: scope, for: turn - now, into: &actions)
             } else {
                 end(task, with: .failure(.ignored), into: &actions)
@@ -337,6 +338,7 @@ struct SchedulingMachine {
             let scope = task.record.scope
         else { return }
         task.record.lifecycle = .waiting(timer: nil)  // it fired
+        task.record.throttleTurn = nil
         scope.quiet.remove(task)
         startDirectly(task, in: scope, waitedAlready: true, into: &actions)
     }
@@ -533,7 +535,9 @@ struct SchedulingMachine {
             case .started: scope.started.remove(task)
             case .startedFromLine: scope.startedFromLine.remove(task)
             case .line, .lineFront: scope.line.remove(task)
-            case .quiet: scope.quiet.remove(task)
+            case .quiet:
+                scope.quiet.remove(task)
+                if let turn = task.record.throttleTurn { giveBackThrottleTurn(turn, of: task) }
             case .none: break
             }
             task.record.scope = nil
@@ -541,6 +545,15 @@ struct SchedulingMachine {
             // A named scope exists exactly as long as it has a task in flight.
             if let key = scope.key, scope.isIdle, namedScopes[key] === scope { namedScopes[key] = nil }
         }
+    }
+
+    /// A throttled task ended while it waited for its turn (cancelled, or past its deadline or wait
+    /// limit): when no later task took the turn after it, the next one sent gets its turn instead of
+    /// waiting behind a task that never ran. A turn with later ones after it stays taken: their
+    /// timers are set, so the gap is not closed.
+    private mutating func giveBackThrottleTurn(_ turn: Double, of task: AnyAPITask) {
+        let key = ScopeKey(key: task.concurrencyScope)
+        if throttleTurns[key] == turn + task.pacing.throttleInterval { throttleTurns[key] = turn }
     }
 
     private mutating func emit(_ event: AnyAPITask.Event, for task: AnyAPITask, into actions: inout Actions) {
@@ -612,6 +625,9 @@ struct SchedulingRecord {
     /// The scope the task is listed in while in flight, and in which of its lists.
     fileprivate(set) var scope: ScopeState?
     fileprivate(set) var membership = Membership.none
+    /// When a throttled task that waits for its turn may start, on the engine's clock (see
+    /// ``APIConcurrencyPolicy/throttle``); `nil` for every other task.
+    fileprivate(set) var throttleTurn: Double?
     // Intrusive list links: a task is in at most one list of its scope at a time.
     fileprivate(set) var previous: AnyAPITask?
     fileprivate(set) var next: AnyAPITask?
