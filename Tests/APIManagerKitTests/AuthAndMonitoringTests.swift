@@ -86,6 +86,26 @@ struct AuthAndMonitoringTests {
         #expect(APIFileCredentialStore(fileURL: file).headers(forOrigin: "https://api.test:443").isEmpty)
     }
 
+    @Test func theFileStoreRemovesTheTemporaryFilesAKilledWriteLeftAndNoOthers() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("creds-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("auth.json")
+        let leftover = ".tmp-auth.json-\(UUID().uuidString)"
+        let others = [
+            ".tmp-auth.json.bak-\(UUID().uuidString)", ".tmp-auth.json-notes", "auth.json.txt",
+            ".tmp-other-\(UUID().uuidString)",
+        ]
+        for name in [leftover] + others {
+            try Data(#"{"o":{"access-token":"t"}}"#.utf8).write(to: directory.appendingPathComponent(name))
+        }
+        let store = APIFileCredentialStore(fileURL: file)
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: directory.path))
+        #expect(names == Set(others), "only the store's own leftover is removed")
+        store.save(["uid": "ada"], forOrigin: "o")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory.path)) == Set(others + ["auth.json"]))
+    }
+
     @Test func theFileStoreStartsEmptyOnACorruptFileAndReportsAFailedWrite() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("creds-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

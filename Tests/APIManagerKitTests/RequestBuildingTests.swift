@@ -281,6 +281,21 @@ struct RequestBuildingTests {
             withPassword.contains("***:***@api.test") && !withPassword.contains("secret")
                 && !withPassword.contains("ada"))
     }
+
+    @Test func aFileBodyIsReadByCurlFromItsFileAndAStreamFromStandardInput() throws {
+        let directory = ScratchDirectory()
+        let file = directory.url.appendingPathComponent("it's a photo.jpg")
+        try Data([0xFF, 0xD8, 0xFF]).write(to: file)
+        let upload = try BuildRequest(method: .put, body: .file(file)).cURLDescription()
+        #expect(upload.contains("-X PUT"))
+        #expect(upload.contains("--data-binary @'" + file.path.replacingOccurrences(of: "'", with: #"'\''"#) + "'"))
+        let streamed = try BuildRequest(body: .stream(length: 3) { InputStream(data: Data([1, 2, 3])) })
+            .cURLDescription()
+        #expect(streamed.contains("-X GET"), "curl would send a body with GET only when told")
+        #expect(streamed.contains("--data-binary @-"))
+        #expect(streamed.contains("'Content-Length: 3'"))
+        #expect(!streamed.contains("--head"))
+    }
 }
 
 extension APIValue {

@@ -55,7 +55,10 @@ public final class APIInMemoryCredentialStore: APICredentialStore, @unchecked Se
 /// rewritten atomically on each change, so they survive a restart.
 ///
 /// A file that cannot be read at start (absent, or not this format) starts the store empty; a write
-/// that fails keeps the headers in memory and records the failure in ``lastWriteError``.
+/// that fails keeps the headers in memory and records the failure in ``lastWriteError``. A write is a
+/// temporary file beside it (`.tmp-NAME-UUID`), renamed over it; the temporary files a process killed
+/// mid-write left (credentials in them) are removed when a store opens the file, and no other file of
+/// the directory.
 public final class APIFileCredentialStore: APICredentialStore, @unchecked Sendable {
     // @unchecked: `table` and `writeError` are read and written only while holding `lock`.
     /// The file the headers are kept in.
@@ -67,6 +70,7 @@ public final class APIFileCredentialStore: APICredentialStore, @unchecked Sendab
     /// - Parameter fileURL: the file; its directory is created (mode `0700`) if missing.
     public init(fileURL: URL) {
         self.fileURL = fileURL
+        OwnerOnlyFile.removeLeftovers(of: fileURL)
         let stored = (try? Data(contentsOf: fileURL)).flatMap {
             try? JSONDecoder().decode([String: [String: String]].self, from: $0)
         }

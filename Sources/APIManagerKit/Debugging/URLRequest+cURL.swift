@@ -12,14 +12,19 @@ extension URLRequest {
     /// secret (`Authorization`, `X-API-Key`, `access_token`, `password`…, and the names in
     /// `secretNames`), and the URL's user and password. The method is written whenever curl's own
     /// would differ (`-X GET` for a GET with a body, `--head` for HEAD). A body that is not text
-    /// is piped in through `printf`, so the command still runs as pasted.
+    /// is piped in through `printf`, so the command still runs as pasted. The body of a request
+    /// built from an ``APIRequest`` and streamed from a file (`.file(url)`, or a multipart form too
+    /// large for memory, written to a temporary file that lasts as long as the request) is read by
+    /// curl from that file (`--data-binary @path`); any other stream body, and one an attempt has
+    /// taken, is read from standard input (`--data-binary @-`).
     public func cURLDescription(revealingSecrets: Bool = false, secretNames: Set<String> = []) -> String {
         var parts = ["curl"]
         let method = (httpMethod ?? "GET").uppercased()
         let body = httpBody.flatMap { $0.isEmpty ? nil : $0 }
-        if method == "HEAD" && body == nil {
+        let stream = body == nil ? httpBodyStream : nil
+        if method == "HEAD" && body == nil && stream == nil {
             parts.append("--head")
-        } else if method != "GET" || body != nil {
+        } else if method != "GET" || body != nil || stream != nil {
             parts.append("-X " + CURLCommand.quoteIfNeeded(method))
         }
         let headers = (allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() })
@@ -40,6 +45,12 @@ extension URLRequest {
                 parts.append("--data-raw " + CURLCommand.quote(shown))
             } else {
                 prefix = "printf " + CURLCommand.quote(CURLCommand.octalEscaped(body)) + " | "
+                parts.append("--data-binary @-")
+            }
+        } else if let stream {
+            if let file = BodyFile.registered(for: stream), file.deferredWriter == nil {
+                parts.append("--data-binary @" + CURLCommand.quote(file.url.path))
+            } else {
                 parts.append("--data-binary @-")
             }
         }

@@ -132,6 +132,13 @@ final class BodyFile: Sendable {
         }
     }
 
+    /// The body file of `stream` while no attempt has claimed it, left where it is (cURL descriptions).
+    static func registered(for stream: InputStream) -> BodyFile? {
+        registry.withLock { registry in
+            registry.entries[ObjectIdentifier(stream)].flatMap { $0.stream === stream ? $0.body : nil }
+        }
+    }
+
     /// The number of body files not yet claimed (tests).
     static var unclaimedCount: Int { registry.withLock { $0.entries.values.filter { $0.stream != nil }.count } }
 }
