@@ -191,4 +191,79 @@ struct TransferPipelineTests {
         #expect(second.responseSource == .revalidated)
         #expect(try Data(contentsOf: download.destination) == Self.body)
     }
+
+    // MARK: A stored copy that no longer builds the response
+
+    /// A response that refuses to build while the refusals left for its URL's path are above 0 (one
+    /// each time): a type whose validation changed since the copy was stored. Per path, so tests
+    /// running side by side do not meet.
+    struct Picky: APIResponse {
+        static let refusals = LockedState([String: Int]())
+        struct Refused: Error {}
+        init(from raw: APIRawResponse) throws {
+            let path = raw.url?.path ?? ""
+            let refuses = Self.refusals.withLock { counts -> Bool in
+                defer { counts[path] = max(0, (counts[path] ?? 0) - 1) }
+                return (counts[path] ?? 0) > 0
+            }
+            if refuses { throw Refused() }
+        }
+    }
+
+    final class PickyTransfers: APIManager {
+        typealias Request = TransferRequest
+        typealias Response = Picky
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    private func makePicky(path: String, cache: APIResponseCache) -> (TestClock, MockTransport, PickyTransfers) {
+        let clock = TestClock()
+        let mock = MockTransport(clock: clock)
+        mock.stub(nil, path, replies: [Self.cachable, Self.cachable.inChunks(2, every: 0.1)])
+        let transfers = PickyTransfers(
+            engine: APIEngine(transport: mock, clock: clock, delivery: .immediate, execution: .inline, cache: cache))
+        return (clock, mock, transfers)
+    }
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aStoredStreamThatNoLongerBuildsIsNotGivenAheadOfTheNetworksBody(scope: String?) async throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let path = "/picky-stream-\(scope ?? "none")"
+        let (clock, mock, transfers) = makePicky(path: path, cache: cache)
+        var request = TransferRequest(cacheOption: .fresh(maxAge: 600), concurrencyScope: scope)
+        request.path = path
+        let first = transfers.bytes(for: request)
+        clock.advance(by: 1)
+        #expect(try await collect(first) == [Self.body])
+        #expect(cache.memoryCount == 1)
+        Picky.refusals.withLock { $0[path] = 1 }  // the stored copy's build is refused, the network's is not
+        let second = transfers.bytes(for: request)
+        clock.advance(by: 1)
+        let parts = try await collect(second)
+        #expect(parts.reduce(Data(), +) == Self.body, "the body once, from the network: \(parts.map(\.count))")
+        #expect(second.task.responseSource == .network)
+        #expect(mock.records.count == 2)
+    }
+
+    @Test(arguments: [nil, "files"] as [String?])
+    func aStoredDownloadThatNoLongerBuildsLeavesNoFileAndTheNetworkWritesIt(scope: String?) throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let path = "/picky-download-\(scope ?? "none")"
+        let (clock, mock, transfers) = makePicky(path: path, cache: cache)
+        let download = APIDownload(to: directory.url.appendingPathComponent("picky-\(scope ?? "none").bin"))
+        var request = TransferRequest(download: download, cacheOption: .fresh(maxAge: 600))
+        request.concurrencyScope = scope
+        request.path = path
+        transfers.send(request)
+        clock.advance(by: 1)
+        try FileManager.default.removeItem(at: download.destination)
+        Picky.refusals.withLock { $0[path] = 1 }
+        let second = transfers.send(request)
+        clock.advance(by: 1)
+        #expect(second.state.name == "finished", "not refused by the file the stored copy had written")
+        #expect(second.responseSource == .network)
+        #expect(mock.records.count == 2)
+        #expect(try Data(contentsOf: download.destination) == Self.body)
+    }
 }

@@ -124,12 +124,9 @@ extension APIEngine {
             if isTransfer {
                 // Written to the destination, or handed to the stream, as the network's would be.
                 switch TransferCacheStage.deliver(stored, to: task, requestURL: attempt.request.url) {
-                case .success(let delivered):
-                    if case .success(let response) = task.buildResponse(delivered) {
-                        return .answered(response, .cache)
-                    }
-                case .failure(let error):
-                    return .failed(error)
+                case .answered(let response): return .answered(response, .cache)
+                case .failed(let error): return .failed(error)
+                case .unusable: break  // the network answers instead
                 }
             } else if case .success(let response) = task.buildResponse(stored) {
                 return .answered(response, .cache)

@@ -16,11 +16,11 @@ enum ResponseStage {
         case .success(let raw):
             let isTransfer = TransferCacheStage.isTransfer(task)
             if raw.statusCode == 304, let refreshed = cache?.refresh(with: raw) {
-                var stored = refreshed.response
+                let stored = refreshed.response
                 if isTransfer {
                     switch TransferCacheStage.deliver(stored, to: task, requestURL: raw.url) {
-                    case .success(let delivered): stored = delivered
-                    case .failure(let error): return .failed(error)
+                    case .answered(let payload): return .built(payload, .revalidated)
+                    case .failed(let error), .unusable(let error): return .failed(error)
                     }
                 }
                 switch task.buildResponse(stored) {

@@ -15,31 +15,57 @@ enum TransferCacheStage {
         task.download != nil || task.bodyStream != nil
     }
 
+    /// What became of a stored response given to a download or a stream.
+    enum Delivery {
+        /// Written to the destination, or handed to the stream: the task's response.
+        case answered(AnyAPITask.BuiltResponse)
+        /// The stored response could not be given (the destination exists and may not be replaced).
+        case failed(APIError)
+        /// It no longer builds the task's response (the error says why): nothing of it is left (a
+        /// destination written from it is removed, a stream was given nothing).
+        case unusable(APIError)
+    }
+
     /// Gives a stored response to the task's download or stream, as the network's would have been
-    /// given: returns the response to build from (for a download: empty body, the file's URL).
-    static func deliver(_ stored: APIRawResponse, to task: AnyAPITask, requestURL: URL?) -> Result<
-        APIRawResponse, APIError
-    > {
+    /// given, when it builds the task's response. A stream is given the body only once the response
+    /// built (from the head, as the network's is), so a copy that does not build never reaches the
+    /// consumer ahead of the network's body; a download's file is written first (its response may
+    /// read it), and removed when the response does not build.
+    static func deliver(_ stored: APIRawResponse, to task: AnyAPITask, requestURL: URL?) -> Delivery {
         if let download = task.download {
             var request = URLRequest(url: requestURL ?? download.destination)
             switch DownloadStage.prepare(download, request: &request) {
             case .failure(let error):
-                return .failure(error)
+                return .failed(error)
             case .success(let file):
                 switch DownloadStage.complete(file, answer: .success(stored)) {
-                case .answer(let result): return result.mapError(APIError.wrapTransport)
-                case .startOver: return .failure(.invalidRequest(reason: "the stored download could not be written"))
+                case .answer(.success(let written)):
+                    switch task.buildResponse(written) {
+                    case .success(let response):
+                        return .answered(response)
+                    case .failure(let error):
+                        try? FileManager.default.removeItem(at: download.destination)
+                        return .unusable(error)
+                    }
+                case .answer(.failure(let error)):
+                    return .failed(APIError.wrapTransport(error))
+                case .startOver:
+                    return .failed(.invalidRequest(reason: "the stored download could not be written"))
                 }
             }
         }
-        if let buffer = task.bodyStream {
+        // A streamed response: built from the head, as the network's is.
+        var head = stored
+        head.body = Data()
+        guard let buffer = task.bodyStream else { return .unusable(.invalidRequest(reason: "not a transfer")) }
+        switch task.buildResponse(head) {
+        case .success(let response):
             buffer.status.withLock { $0 = stored.statusCode }
             _ = buffer.push(stored.body) {}
-            var answered = stored
-            answered.body = Data()
-            return .success(answered)
+            return .answered(response)
+        case .failure(let error):
+            return .unusable(error)
         }
-        return .success(stored)
     }
 
     /// The copy of a transfer's response to store: its body read back from the download's file or
