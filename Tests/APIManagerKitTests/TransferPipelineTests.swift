@@ -266,4 +266,25 @@ struct TransferPipelineTests {
         #expect(mock.records.count == 2)
         #expect(try Data(contentsOf: download.destination) == Self.body)
     }
+
+    @Test(arguments: [nil, "files"] as [String?])
+    func aDownloadWhoseResponseIsRefusedLeavesNoFileAtItsDestination(scope: String?) throws {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let path = "/picky-refused-\(scope ?? "none")"
+        let (clock, mock, transfers) = makePicky(path: path, cache: cache)
+        let download = APIDownload(to: directory.url.appendingPathComponent("refused-\(scope ?? "none").bin"))
+        var request = TransferRequest(download: download)
+        request.concurrencyScope = scope
+        request.path = path
+        Picky.refusals.withLock { $0[path] = 1 }
+        let refused = transfers.send(request)
+        clock.advance(by: 1)
+        #expect(refused.state.name.hasPrefix("rejected"), "\(refused.state.name)")
+        #expect(!FileManager.default.fileExists(atPath: download.destination.path), "no file for a failed task")
+        let again = transfers.send(request)
+        clock.advance(by: 1)
+        #expect(again.state.name == "finished", "not refused by a file the failed task left")
+        #expect(mock.records.count == 2)
+        #expect(try Data(contentsOf: download.destination) == Self.body)
+    }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The response stage of an attempt: validates the raw response and builds the typed one through
 /// the manager's `response(for:from:)`; a `304` to a revalidation builds from the refreshed stored
 /// entry; a response that built is handed to the cache store stage.
@@ -37,6 +39,10 @@ enum ResponseStage {
                 }
                 return .built(payload, .network)
             case .failure(let error):
+                // A download whose response was refused leaves no file for a failed task.
+                if let download = task.download, let file = raw.fileURL, file == download.destination {
+                    try? FileManager.default.removeItem(at: file)
+                }
                 return .failed(error)
             }
         }
