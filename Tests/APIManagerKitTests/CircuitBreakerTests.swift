@@ -124,17 +124,26 @@ struct CircuitBreakerTests {
         var events: [String] { lock.withLock { lines } }
     }
 
-    @Test func anOutageOpensTheCircuitThenAProbeClosesIt() {
+    /// A manager with a circuit breaker (3 failures, 10 s) on a virtual clock, whose `/items` fails
+    /// with `503` until `up` is set, then answers after `answerDelay` seconds; its event monitor.
+    private func outage(answerDelay: Double = 0) -> (TestClock, MockTransport, Locked<Bool>, TestManager, Monitor) {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         let up = Locked(false)
-        transport.stub(nil, "/items") { _ in up.withLock { $0 } ? .json(#"{"value":"ok"}"#) : .status(503) }
+        transport.stub(nil, "/items") { _ in
+            up.withLock { $0 } ? .json(#"{"value":"ok"}"#).after(answerDelay) : .status(503)
+        }
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .immediate, execution: .inline,
                 circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
+        return (clock, transport, up, manager, monitor)
+    }
+
+    @Test func anOutageOpensTheCircuitThenAProbeClosesIt() {
+        let (clock, transport, up, manager, monitor) = outage()
         let failures = (0..<3).map { _ in manager.send(TestRequest("/items")) }
         #expect(failures.allSatisfy { $0.state.name == "status(503)" })
         #expect(monitor.events == ["opened 10.0"])
@@ -154,16 +163,7 @@ struct CircuitBreakerTests {
     /// learnt), and the next request probes at once instead of being refused for another interval.
     @Test(arguments: [nil, "items"] as [String?])
     func aCancelledProbeNeitherClosesTheCircuitNorKeepsItShut(scope: String?) throws {
-        let clock = TestClock()
-        let transport = MockTransport(clock: clock)
-        let up = Locked(false)
-        transport.stub(nil, "/items") { _ in up.withLock { $0 } ? .json(#"{"value":"ok"}"#).after(1) : .status(503) }
-        let manager = TestManager(
-            engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
-                circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
-        let monitor = Monitor()
-        manager.engine.eventMonitor = { monitor.record($0) }
+        let (clock, _, up, manager, monitor) = outage(answerDelay: 1)
         var request = TestRequest("/items")
         request.concurrencyScope = scope
         for _ in 0..<3 { manager.send(request) }

@@ -192,7 +192,7 @@ struct DownloadTests {
     }
 
     @Test func aCancelledDownloadsLateEndDoesNotFreeTheNextOnesDestination() throws {
-        let transport = LateTransport()
+        let transport = HeldSinkTransport()
         let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
         let first = files.send(FileRequest(download: APIDownload(to: destination)))
         let firstFile = try #require(transport.file)
@@ -257,29 +257,8 @@ struct DownloadTests {
         #expect(!FileManager.default.fileExists(atPath: APIDownload(to: other).partialFile.path))
     }
 
-    /// Writes what the test says into the download's file, and answers only when told, even after
-    /// a cancellation (as URLSession delivers parts it already read).
-    final class LateTransport: OptionsTransport, @unchecked Sendable {
-        // @unchecked: touched by the test's thread only (the engine runs inline).
-        var file: APIResponseBodyFile?
-        var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
-        var cancelled = false
-        func send(
-            _ request: URLRequest, options: APITransportOptions,
-            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
-        ) -> any APICancellable {
-            file = options.responseBodyFile
-            self.completion = completion
-            return Cancel(transport: self)
-        }
-        struct Cancel: APICancellable, @unchecked Sendable {
-            let transport: LateTransport
-            func cancel() { transport.cancelled = true }
-        }
-    }
-
     @Test func partsArrivingAfterACancellationAreDroppedSoTheResumeIsWhole() throws {
-        let transport = LateTransport()
+        let transport = HeldSinkTransport()
         let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
         let task = files.send(FileRequest(download: APIDownload(to: destination)))
         let file = try #require(transport.file)
@@ -300,7 +279,7 @@ struct DownloadTests {
     /// before the cancellation reached it, and its parts are still queued.
     @Test(arguments: [nil, "files"] as [String?])
     func aCancelledDownloadAnsweredWithSuccessLeavesNoCutFileAtTheDestination(scope: String?) throws {
-        let transport = LateTransport()
+        let transport = HeldSinkTransport()
         let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
         let task = files.send(FileRequest(download: APIDownload(to: destination), concurrencyScope: scope))
         let file = try #require(transport.file)

@@ -128,25 +128,9 @@ struct StreamingTests {
         await cancelled
     }
 
-    /// Writes what the test says into the stream, and answers only when told, even after a
-    /// cancellation (URLSession on Linux, its delegate queue behind, answers with success).
-    final class LateTransport: OptionsTransport, @unchecked Sendable {
-        // @unchecked: touched by the test's thread only (the engine runs inline).
-        var stream: APIResponseBodyStream?
-        var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
-        func send(
-            _ request: URLRequest, options: APITransportOptions,
-            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
-        ) -> any APICancellable {
-            stream = options.responseBodyStream
-            self.completion = completion
-            return NothingToCancel()
-        }
-    }
-
     @Test(arguments: [nil, "feed"] as [String?])
     func aCancelledStreamEndsWithTheCancellationEvenWhenTheTransportAnswersWithSuccess(scope: String?) async throws {
-        let transport = LateTransport()
+        let transport = HeldSinkTransport()
         // Events wait on a suspended queue, as they would behind a busy main queue.
         let events = DispatchQueue(label: "events")
         events.suspend()

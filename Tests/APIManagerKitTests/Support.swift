@@ -223,3 +223,31 @@ extension OptionsTransport {
         send(request, options: APITransportOptions(), completion: completion)
     }
 }
+
+/// Keeps the options and completion of the last request sent, so the test writes the download's file
+/// or the stream (``file``, ``stream``) and answers when it says, even after a cancellation (as
+/// URLSession delivers what it already read). For engines that run inline: touched by the test's
+/// thread only.
+final class HeldSinkTransport: OptionsTransport, @unchecked Sendable {
+    // @unchecked: touched by the test's thread only (the engine runs inline).
+    private(set) var options: APITransportOptions?
+    private(set) var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
+    private(set) var cancelled = false
+    var file: APIResponseBodyFile? { options?.responseBodyFile }
+    var stream: APIResponseBodyStream? { options?.responseBodyStream }
+
+    func send(
+        _ request: URLRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        self.options = options
+        self.completion = completion
+        return Cancel(transport: self)
+    }
+
+    private struct Cancel: APICancellable, @unchecked Sendable {
+        // @unchecked: as the transport.
+        let transport: HeldSinkTransport
+        func cancel() { transport.cancelled = true }
+    }
+}

@@ -217,6 +217,21 @@ struct TransferPipelineTests {
         init(engine: APIEngine) { self.engine = engine }
     }
 
+    /// A picky manager, and a download request of its own (path and file named after `name` and the
+    /// scope), asking the cache with `cacheOption`.
+    private func pickyDownload(
+        _ name: String, scope: String?, cacheOption: APICacheOption
+    ) -> (TestClock, MockTransport, PickyTransfers, TransferRequest) {
+        let label = "\(name)-\(scope ?? "none")"
+        let (clock, mock, transfers) = makePicky(
+            path: "/\(label)", cache: APIResponseCache(memoryBudget: 1 << 20, disk: nil))
+        var request = TransferRequest(
+            download: APIDownload(to: directory.url.appendingPathComponent("\(label).bin")), cacheOption: cacheOption)
+        request.concurrencyScope = scope
+        request.path = "/\(label)"
+        return (clock, mock, transfers, request)
+    }
+
     private func makePicky(path: String, cache: APIResponseCache) -> (TestClock, MockTransport, PickyTransfers) {
         let clock = TestClock()
         let mock = MockTransport(clock: clock)
@@ -248,17 +263,12 @@ struct TransferPipelineTests {
 
     @Test(arguments: [nil, "files"] as [String?])
     func aStoredDownloadThatNoLongerBuildsLeavesNoFileAndTheNetworkWritesIt(scope: String?) throws {
-        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
-        let path = "/picky-download-\(scope ?? "none")"
-        let (clock, mock, transfers) = makePicky(path: path, cache: cache)
-        let download = APIDownload(to: directory.url.appendingPathComponent("picky-\(scope ?? "none").bin"))
-        var request = TransferRequest(download: download, cacheOption: .fresh(maxAge: 600))
-        request.concurrencyScope = scope
-        request.path = path
+        let (clock, mock, transfers, request) = pickyDownload("stored", scope: scope, cacheOption: .fresh(maxAge: 600))
+        let download = try #require(request.download)
         transfers.send(request)
         clock.advance(by: 1)
         try FileManager.default.removeItem(at: download.destination)
-        Picky.refusals.withLock { $0[path] = 1 }
+        Picky.refusals.withLock { $0[request.path] = 1 }
         let second = transfers.send(request)
         clock.advance(by: 1)
         #expect(second.state.name == "finished", "not refused by the file the stored copy had written")
@@ -269,14 +279,9 @@ struct TransferPipelineTests {
 
     @Test(arguments: [nil, "files"] as [String?])
     func aDownloadWhoseResponseIsRefusedLeavesNoFileAtItsDestination(scope: String?) throws {
-        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
-        let path = "/picky-refused-\(scope ?? "none")"
-        let (clock, mock, transfers) = makePicky(path: path, cache: cache)
-        let download = APIDownload(to: directory.url.appendingPathComponent("refused-\(scope ?? "none").bin"))
-        var request = TransferRequest(download: download)
-        request.concurrencyScope = scope
-        request.path = path
-        Picky.refusals.withLock { $0[path] = 1 }
+        let (clock, mock, transfers, request) = pickyDownload("refused", scope: scope, cacheOption: .networkOnly)
+        let download = try #require(request.download)
+        Picky.refusals.withLock { $0[request.path] = 1 }
         let refused = transfers.send(request)
         clock.advance(by: 1)
         #expect(refused.state.name.hasPrefix("rejected"), "\(refused.state.name)")
