@@ -88,6 +88,21 @@ func wait(_ body: (@escaping @Sendable (Result<Int64, any Error>) -> Void) -> Vo
     }
 }
 
+/// Runs `work` in a detached Swift task and waits for the bytes it returns (see ``wait(_:)``).
+func waitFor(_ work: @escaping @Sendable () async throws -> Int64) -> Int64 {
+    wait { done in
+        Task.detached {
+            do { done(.success(try await work())) } catch { done(.failure(error)) }
+        }
+    }
+}
+
+/// The manager's response, refused unless it is a `200`.
+func ok(_ response: APIRawResponse) throws -> APIRawResponse {
+    guard response.statusCode == 200 else { throw URLError(.badServerResponse) }
+    return response
+}
+
 func fileSize(_ path: String) -> Int64 {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
 }
@@ -154,14 +169,9 @@ func transfer() -> (bytes: Int64, held: Int?) {
     case ("manager", "download"):
         let request = TransferRequest(url: url, download: APIDownload(to: destination, ifExists: .replace))
         return (
-            wait { done in
-                Task.detached {
-                    do {
-                        let response = try await api.response(for: request)
-                        guard response.statusCode == 200 else { return done(.failure(URLError(.badServerResponse))) }
-                        done(.success(fileSize(destination.path)))
-                    } catch { done(.failure(error)) }
-                }
+            waitFor {
+                _ = try ok(try await api.response(for: request))
+                return fileSize(destination.path)
             }, nil
         )
     case ("manager", "upload"), ("manager", "multipart"):
@@ -177,35 +187,26 @@ func transfer() -> (bytes: Int64, held: Int?) {
         }
         let request = TransferRequest(url: sink, method: .post, body: body)
         return (
-            wait { done in
-                Task.detached {
-                    do {
-                        let response = try await api.response(for: request)
-                        guard response.statusCode == 200 else { return done(.failure(URLError(.badServerResponse))) }
-                        done(.success(fileSize(uploadFile.path)))
-                    } catch { done(.failure(error)) }
-                }
+            waitFor {
+                _ = try ok(try await api.response(for: request))
+                return fileSize(uploadFile.path)
             }, nil
         )
     case ("manager", "stall"):
         let held = NIOLockedValueBox(0)
-        let bytes = wait { done in
-            Task.detached {
-                do {
-                    let stream = api.bytes(for: TransferRequest(url: url))
-                    var count: Int64 = 0
-                    var stalled = false
-                    for try await chunk in stream {
-                        count += Int64(chunk.count)
-                        if !stalled {
-                            stalled = true
-                            try await Task.sleep(nanoseconds: UInt64(options.stallSeconds * 1e9))
-                            held.withLockedValue { $0 = stream.bufferedBytes }
-                        }
-                    }
-                    done(.success(count))
-                } catch { done(.failure(error)) }
+        let bytes = waitFor {
+            let stream = api.bytes(for: TransferRequest(url: url))
+            var count: Int64 = 0
+            var stalled = false
+            for try await chunk in stream {
+                count += Int64(chunk.count)
+                if !stalled {
+                    stalled = true
+                    try await Task.sleep(nanoseconds: UInt64(options.stallSeconds * 1e9))
+                    held.withLockedValue { $0 = stream.bufferedBytes }
+                }
             }
+            return count
         }
         return (bytes, held.withLockedValue { $0 })
     case ("rawDelegate", "upload"), ("rawDelegate", "multipart"):
@@ -313,14 +314,7 @@ func transfer() -> (bytes: Int64, held: Int?) {
 }
 
 // A small request first, so the connection pool, the threads and the code are all in memory.
-_ = wait { done in
-    Task.detached {
-        do {
-            let response = try await api.response(for: TransferRequest(url: small))
-            done(.success(Int64(response.body.count)))
-        } catch { done(.failure(error)) }
-    }
-}
+_ = waitFor { Int64(try await api.response(for: TransferRequest(url: small)).body.count) }
 _ = wait { done in
     if options.transport == "ahc" {
         httpClient.get(url: small.absoluteString).whenComplete { done($0.map { _ in 0 }.mapError { $0 }) }
