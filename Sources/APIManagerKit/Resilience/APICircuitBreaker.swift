@@ -7,6 +7,8 @@ import Foundation
 ///
 /// Transient failures are those ``APIRetryPolicy`` retries by default (connection failures,
 /// timeouts, `408`, `429`, `5xx`); any other answer closes a half-open circuit and resets the count.
+/// A cancelled attempt is no answer: the count stays, and a cancelled probe lets the next attempt
+/// through as the probe.
 /// Off unless given to ``APIEngine/init(transport:clock:randomSource:delivery:execution:cache:persistedHeaders:interceptors:authentication:defaultHeaders:cookies:circuitBreaker:retryBudget:)``;
 /// one breaker per engine and origin (scheme, host and port), timed by the engine's clock.
 public struct APICircuitBreaker: Sendable, Hashable {
