@@ -225,6 +225,27 @@ struct StreamingTests {
         #expect(received == parts.reduce(Data(), +))
     }
 
+    /// A long stream whose consumer falls behind now and then: the overflow file keeps only what is
+    /// unread, not every byte that ever waited there.
+    @Test func theOverflowFileIsEmptiedOnceItsPartsAreRead() async throws {
+        let buffer = StreamBuffer()
+        let stream = APIResponseBodyStream(buffer: buffer)
+        _ = stream.begin(statusCode: 200, headers: [:])
+        var received = Data()
+        for round in 0..<3 {
+            let parts = Self.parts[(round * 12)..<(round * 12 + 12)]
+            for part in parts { _ = stream.write(part) {} }
+            #expect(buffer.spilledBytes > 0, "round \(round): past the memory limit, parts wait on disk")
+            let size = buffer.spillFileSize
+            #expect(size > 0 && size <= buffer.spilledBytes, "round \(round): only the unread parts: \(size)")
+            while received.count < (round + 1) * 12 << 20 { received.append(try await buffer.next() ?? Data()) }
+            #expect(buffer.spillFileSize == 0, "round \(round): read, the file is emptied")
+        }
+        buffer.finish(.success(()))
+        #expect(try await buffer.next() == nil)
+        #expect(received == Self.parts[0..<36].reduce(Data(), +), "every byte, in order")
+    }
+
     @Test func aStreamFailingWithPartsOnDiskGivesThemBeforeTheError() async throws {
         let buffer = StreamBuffer()
         let stream = APIResponseBodyStream(buffer: buffer)

@@ -1,5 +1,13 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What a transport writes a streamed response's body into (``APITransportOptions/responseBodyStream``),
 /// for a request sent with ``APIManager/bytes(for:)`` and its siblings: it calls
 /// ``begin(statusCode:headers:)`` when the head arrives, then ``write(_:whenReady:)`` for each part of
@@ -213,6 +221,9 @@ final class StreamBuffer: Sendable {
 
     /// The bytes waiting in the overflow file.
     var spilledBytes: Int64 { state.withLock { $0.overflow?.unread ?? 0 } }
+
+    /// The bytes the overflow file takes on disk (tests).
+    var spillFileSize: Int64 { state.withLock { $0.overflow?.fileSize ?? 0 } }
 }
 
 /// A response body as it arrives: an async sequence of its parts (``APIManager/bytes(for:)``).
@@ -349,6 +360,27 @@ final class SpillFile: @unchecked Sendable {
         return true
     }
 
+    /// Everything appended was read: the file is emptied and written from its start again, so a long
+    /// stream whose consumer falls behind now and then keeps on disk only what it has not read, not
+    /// every byte that ever waited there. A file that cannot be emptied goes on where it is.
+    private func startOver() {
+        guard let writer, let reader, pending.isEmpty else { return }
+        // Not emptied: nothing changed, later parts are appended after the read ones.
+        guard (try? writer.truncate(atOffset: 0)) != nil else { return }
+        // Empty: both ends start at 0.
+        try? writer.seek(toOffset: 0)
+        try? reader.seek(toOffset: 0)
+        written = 0
+        read = 0
+    }
+
+    /// The bytes the file takes on disk (tests).
+    var fileSize: Int64 {
+        guard let writer else { return 0 }
+        var info = stat()
+        return fstat(writer.fileDescriptor, &info) == 0 ? Int64(info.st_size) : -1
+    }
+
     /// The next bytes, at most `limit`, in the order they were appended.
     func read(upTo limit: Int) -> Result<Data, APIError> {
         guard let reader else { return .failure(.transport(underlying: CocoaError(.fileReadUnknown))) }
@@ -358,6 +390,7 @@ final class SpillFile: @unchecked Sendable {
             let data = try reader.read(upToCount: Int(min(Int64(limit), unread))) ?? Data()
             guard !data.isEmpty else { return .failure(.transport(underlying: CocoaError(.fileReadCorruptFile))) }
             read += Int64(data.count)
+            if isEmpty { startOver() }
             return .success(data)
         } catch {
             return .failure(.transport(underlying: error))
