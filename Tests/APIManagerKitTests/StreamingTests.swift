@@ -394,6 +394,46 @@ struct StreamingTests {
         #expect(abs(reconnectedAt - droppedAt - 2) < 0.3, "after the server's retry, not the default delay")
     }
 
+    /// One event, then a drop; the server asks for a reconnection in a day.
+    private static let parkingFeed = MockTransport.Reply.status(
+        200, body: Data("retry: 86400000\nid: 1\ndata: a\n\ndata: b".utf8)
+    ).inChunks(2, every: 1).cut(after: 35)
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aServersRetryIsCappedByTheReconnectionsLongestDelay(scope: String?) async throws {
+        let (clock, mock, feed, _) = make(Self.parkingFeed, .status(204))
+        let events = feed.events(
+            for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 1, maxDelay: 5))
+        let (seen, error) = await drain(events, clock: clock)
+        #expect(error == nil)
+        #expect(seen == ["1:a"])
+        #expect(mock.records.count == 2, "reconnected, then the 204 ended it")
+        let reconnectedAt = mock.records.dropFirst().first?.sentAt ?? 0
+        let droppedAt = mock.records.first?.endedAt ?? 0
+        #expect(abs(reconnectedAt - droppedAt - 5) < 0.3, "after maxDelay, not a day: \(reconnectedAt - droppedAt)")
+        #expect(APIReconnection().maxDelay == 60)
+    }
+
+    @Test func cancellingTheConsumerEndsTheWaitForAReconnectionAtOnce() async throws {
+        let (clock, mock, feed, _) = make(Self.parkingFeed)
+        let events = feed.events(for: FeedRequest(), reconnection: APIReconnection(maxDelay: 3600))
+        let consumer = Task {
+            var seen: [String] = []
+            for try await event in events { seen.append(event.data) }
+            return seen
+        }
+        // Until the drop: the consumer then waits for its reconnection on the clock's one timer.
+        for _ in 0..<400 where !(mock.records.first?.endedAt != nil && clock.pendingTimerCount == 1) {
+            await Task.yield()
+            clock.advance(by: 0.25)
+        }
+        #expect(clock.pendingTimerCount == 1, "the reconnection's timer")
+        consumer.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await consumer.value }
+        #expect(clock.pendingTimerCount == 0, "its timer cancelled")
+        #expect(mock.records.count == 1, "no reconnection sent")
+    }
+
     @Test func withoutAReconnectionADropEndsTheStreamWithItsError() async {
         let (clock, mock, feed, _) = make(
             MockTransport.Reply.status(200, body: Data("id: 1\ndata: a\n\ndata: b".utf8)).inChunks(2, every: 1)

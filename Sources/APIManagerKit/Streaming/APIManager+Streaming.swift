@@ -29,9 +29,11 @@ extension APIManager {
     /// ``bytes(for:)``. `Accept: text/event-stream` is for the request to send.
     ///
     /// With `reconnection`, a stream that drops (the connection lost, or the body ending) is sent
-    /// again after the server's `retry` time (else the reconnection's delay), with `Last-Event-ID`
-    /// set to the last event ID seen, up to the reconnection's number of times; an error status, a
-    /// `204 No Content` or a cancellation ends it for good. Each reconnection is a new task.
+    /// again after the server's `retry` time (at most the reconnection's `maxDelay`; else its
+    /// `delay`), with `Last-Event-ID` set to the last event ID seen, up to the reconnection's number
+    /// of times; an error status, a `204 No Content` or a cancellation ends it for good (cancelling
+    /// the Swift task that iterates ends the wait for a reconnection at once). Each reconnection is
+    /// a new task.
     public func events(for request: Request, reconnection: APIReconnection? = nil) -> APIServerSentEventStream {
         APIServerSentEventStream(
             bytes: bytes(for: request), reconnection: reconnection,
@@ -63,11 +65,22 @@ public struct APIReconnection: Sendable, Hashable {
     /// The wait before reconnecting when the server named no `retry` time, in seconds. `3` unless
     /// given (what browsers wait).
     public var delay: TimeInterval
+    /// The longest wait before reconnecting, whatever the server's `retry` asks, in seconds. `60`
+    /// unless given: a server cannot park the stream for days.
+    public var maxDelay: TimeInterval
 
     /// A reconnection; each default is given with its property.
-    public init(maxAttempts: Int = 5, delay: TimeInterval = 3) {
+    public init(maxAttempts: Int = 5, delay: TimeInterval = 3, maxDelay: TimeInterval = 60) {
         self.maxAttempts = max(0, maxAttempts)
         self.delay = max(0, delay)
+        self.maxDelay = max(0, maxDelay)
+    }
+
+    /// The wait before a reconnection: the server's `retry` (milliseconds) up to ``maxDelay``, else
+    /// ``delay``.
+    func wait(serverRetry milliseconds: Int?) -> TimeInterval {
+        guard let milliseconds else { return delay }
+        return min(Double(max(0, milliseconds)) / 1000, maxDelay)
     }
 }
 
@@ -150,6 +163,19 @@ public struct APIServerSentEventStream: AsyncSequence, Sendable {
             return pending[index - 1]
         }
 
+        /// Waits `delay` seconds on `clock`, or until the Swift task is cancelled (its timer then
+        /// cancelled): the wait resumes once, whichever comes first.
+        private static func sleep(for delay: TimeInterval, on clock: any APIClock) async {
+            let wait = ReconnectionWait()
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    wait.start(continuation) { clock.schedule(after: delay, $0) }
+                }
+            } onCancel: {
+                wait.end()
+            }
+        }
+
         /// A drop: the transport failed (not an error status, not a cancellation).
         private static func dropped(_ error: APIError) -> Bool {
             if case .transport = error { return true }
@@ -161,11 +187,7 @@ public struct APIServerSentEventStream: AsyncSequence, Sendable {
             guard let reconnection = stream.reconnection, reconnections < reconnection.maxAttempts else { return false }
             try Task.checkCancellation()
             reconnections += 1
-            let delay = parser.reconnectionTime.map { Double($0) / 1000 } ?? reconnection.delay
-            let clock = stream.clock
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                _ = clock.schedule(after: delay) { continuation.resume() }
-            }
+            await Self.sleep(for: reconnection.wait(serverRetry: parser.reconnectionTime), on: stream.clock)
             try Task.checkCancellation()
             bytes = stream.reconnect(parser.lastEventID).makeAsyncIterator()
             return true
@@ -213,5 +235,46 @@ public struct APIJSONLinesStream<Element: Decodable & Sendable>: AsyncSequence, 
                 throw APIError.decoding(underlying: error, response: APIRawResponse(statusCode: 200, body: line))
             }
         }
+    }
+}
+
+/// One wait for a reconnection: its continuation and timer, ended once, by the timer or by the
+/// cancellation of the Swift task that waits (which may come first, even before the wait started).
+private final class ReconnectionWait: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, Never>?
+        var timer: (any APICancellable)?
+        var ended = false
+    }
+    private let state = LockedState(State())
+
+    /// Keeps the continuation and sets the timer (`schedule` gets the action that ends the wait); a
+    /// wait already ended resumes at once.
+    func start(
+        _ continuation: CheckedContinuation<Void, Never>,
+        schedule: (@escaping @Sendable () -> Void) -> any APICancellable
+    ) {
+        let endedAlready = state.withLock { state -> Bool in
+            if !state.ended { state.continuation = continuation }
+            return state.ended
+        }
+        if endedAlready { return continuation.resume() }
+        let timer = schedule { [self] in end() }
+        let cancelNow = state.withLock { state -> Bool in
+            if state.ended { return true }
+            state.timer = timer
+            return false
+        }
+        if cancelNow { timer.cancel() }
+    }
+
+    /// Ends the wait: resumes its continuation once and cancels its timer.
+    func end() {
+        let ended = state.withLock { state -> State in
+            defer { state = State(ended: true) }
+            return state
+        }
+        ended.timer?.cancel()
+        ended.continuation?.resume()
     }
 }
