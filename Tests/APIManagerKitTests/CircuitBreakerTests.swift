@@ -6,6 +6,10 @@ import Testing
 
 @testable import APIManagerKit
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 private let origin = "https://api.test:443"
 
 @Suite("Circuit breaker and retry budget", .timeLimit(.minutes(1)))
@@ -175,6 +179,42 @@ struct CircuitBreakerTests {
         #expect(refused.state.name == "circuitOpen(https://api.test:443, 0.0)", "one probe at a time")
         probe.cancel()
         #expect(monitor.events == ["opened 10.0"], "the cancelled probe closed nothing")
+        let next = manager.send(request)
+        #expect(next.state.name == "running", "the next request is the probe, at once")
+        clock.advance(by: 1)
+        #expect(next.state.name == "finished")
+        #expect(monitor.events == ["opened 10.0", "closed"])
+    }
+
+    /// Cancels a task while its request is built (its `urlRequest(for:)`), when the request asks.
+    final class CancellingManager: APIManager {
+        typealias Request = TestRequest
+        typealias Response = Echo
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+
+        func urlRequest(for task: APITask<TestRequest>) throws -> URLRequest {
+            if task.request.headers["X-Cancel-While-Built"] != nil { task.cancel() }
+            return try task.request.makeURLRequest()
+        }
+    }
+
+    /// The probe's task ends while its request is built: it is admitted as the probe, then never
+    /// sent. The next request probes at once instead of being refused for another interval.
+    @Test(arguments: [nil, "items"] as [String?])
+    func aProbeCancelledWhileItsRequestIsBuiltLetsTheNextAttemptProbe(scope: String?) throws {
+        let (clock, transport, up, manager, monitor) = outage(answerDelay: 1)
+        let canceller = CancellingManager(engine: manager.engine)  // the same engine, so the same circuit
+        var request = TestRequest("/items")
+        request.concurrencyScope = scope
+        for _ in 0..<3 { manager.send(request) }
+        up.withLock { $0 = true }
+        clock.advance(by: 10)
+        var cancelled = request
+        cancelled.headers["X-Cancel-While-Built"] = "1"
+        let probe = canceller.send(cancelled)
+        #expect(probe.state.name == "cancelled(explicit)")
+        #expect(transport.records.count == 3, "never sent")
         let next = manager.send(request)
         #expect(next.state.name == "running", "the next request is the probe, at once")
         clock.advance(by: 1)

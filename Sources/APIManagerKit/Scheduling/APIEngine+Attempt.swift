@@ -90,6 +90,10 @@ extension APIEngine {
                         if case .refused = admission { return admission }
                     }
                     state.machine.requestBuilt(task, attempt: number, into: &actions)
+                    if let origin, !actions.sends(task, attempt: number) {
+                        // Ended while its request was built: admitted, never sent, no answer to come.
+                        state.resilience.abandon(origin: origin, task: task.identifier, now: now)
+                    }
                     return .admitted
                 }
                 if case .refused(let closesIn) = admission, let origin {
