@@ -100,6 +100,18 @@ enum DownloadStage {
         }
     }
 
+    /// Builds the task's response from `raw`; when `raw` is a download moved to its destination and
+    /// the response does not build, the file is removed: a failed task leaves no file there.
+    static func buildResponse(_ raw: APIRawResponse, for task: AnyAPITask) -> Result<
+        AnyAPITask.BuiltResponse, APIError
+    > {
+        let built = task.buildResponse(raw)
+        if case .failure = built, let download = task.download, let file = raw.fileURL, file == download.destination {
+            try? FileManager.default.removeItem(at: file)
+        }
+        return built
+    }
+
     /// Moves the complete partial file to the destination in one step (`rename`), replacing it or
     /// not as the download says; `nil` when done.
     private static func moveIntoPlace(_ download: APIDownload) -> APIError? {

@@ -1,5 +1,3 @@
-import Foundation
-
 /// The response stage of an attempt: validates the raw response and builds the typed one through
 /// the manager's `response(for:from:)`; a `304` to a revalidation builds from the refreshed stored
 /// entry; a response that built is handed to the cache store stage.
@@ -30,7 +28,7 @@ enum ResponseStage {
                 case .failure(let error): return .failed(error)
                 }
             }
-            switch task.buildResponse(raw) {
+            switch DownloadStage.buildResponse(raw, for: task) {
             case .success(let payload):
                 if isTransfer {
                     cache?.store(transfer: TransferCacheStage.storedCopy(of: raw, for: task))
@@ -39,10 +37,6 @@ enum ResponseStage {
                 }
                 return .built(payload, .network)
             case .failure(let error):
-                // A download whose response was refused leaves no file for a failed task.
-                if let download = task.download, let file = raw.fileURL, file == download.destination {
-                    try? FileManager.default.removeItem(at: file)
-                }
                 return .failed(error)
             }
         }

@@ -40,12 +40,9 @@ enum TransferCacheStage {
             case .success(let file):
                 switch DownloadStage.complete(file, answer: .success(stored)) {
                 case .answer(.success(let written)):
-                    switch task.buildResponse(written) {
-                    case .success(let response):
-                        return .answered(response)
-                    case .failure(let error):
-                        try? FileManager.default.removeItem(at: download.destination)
-                        return .unusable(error)
+                    switch DownloadStage.buildResponse(written, for: task) {
+                    case .success(let response): return .answered(response)
+                    case .failure(let error): return .unusable(error)
                     }
                 case .answer(.failure(let error)):
                     return .failed(APIError.wrapTransport(error))
@@ -54,10 +51,10 @@ enum TransferCacheStage {
                 }
             }
         }
+        guard let buffer = task.bodyStream else { return .unusable(.invalidRequest(reason: "not a transfer")) }
         // A streamed response: built from the head, as the network's is.
         var head = stored
         head.body = Data()
-        guard let buffer = task.bodyStream else { return .unusable(.invalidRequest(reason: "not a transfer")) }
         switch task.buildResponse(head) {
         case .success(let response):
             buffer.status.withLock { $0 = stored.statusCode }
