@@ -11,6 +11,7 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/CodeSamplesTests.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/DecidedDifferencesTests.swift \
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/BusyThreadPoolTests.swift \
     Transports/AsyncHTTPClient/Playground/LiveTransports.swift \
     Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift \
     Transports/AsyncHTTPClient/Benchmarks/TransferBenchmark

@@ -56,11 +56,11 @@ struct DownloadTests {
     }
 
     /// The rest from `offset`, as a 206.
-    static func rest(from offset: Int) -> MockTransport.Reply {
+    static func rest(from offset: Int, etag: String = "\"v1\"") -> MockTransport.Reply {
         .status(
             206,
             headers: [
-                "Content-Range": "bytes \(offset)-999/1000", "ETag": "\"v1\"", "Content-Length": "\(1000 - offset)",
+                "Content-Range": "bytes \(offset)-999/1000", "ETag": etag, "Content-Length": "\(1000 - offset)",
             ],
             body: full.subdata(in: offset..<1000))
     }
@@ -340,8 +340,184 @@ struct DownloadTests {
         #expect(APIResponseBodyFile.contentRangeStart(" bytes 0-0/*") == 0)
         #expect(APIResponseBodyFile.contentRangeStart("items 5-9/10") == nil)
         #expect(APIResponseBodyFile.contentRangeStart("bytes */1000") == nil)
+    }
+
+    /// RFC 9110 §14.4, with cases from werkzeug's `test_content_range_parsing` and
+    /// `test_content_range_invalid_int`, bepasty's `test_contentrange_parse`, and the corrections issue.
+    @Test(
+        arguments: [
+            ("bytes 0-98/*", ContentRange(first: 0, last: 98, completeLength: nil)),
+            ("bytes 0-99/100", ContentRange(first: 0, last: 99, completeLength: 100)),
+            ("bytes 0-0/2", ContentRange(first: 0, last: 0, completeLength: 2)),
+            ("bytes 0-1/2", ContentRange(first: 0, last: 1, completeLength: 2)),
+            ("BYTES 100-149/200", ContentRange(first: 100, last: 149, completeLength: 200)),
+            ("  bytes 100-199/200\t", ContentRange(first: 100, last: 199, completeLength: 200)),
+            ("bytes 0-98/*asdfsa", nil), ("bytes */-1", nil), ("bytes */100", nil), ("bytes */🯱🯲🯳", nil),
+            ("bytes 1-+2/3", nil), ("bytes 1_23-125/*", nil), ("test 0-1/2", nil), ("bytes 1-0/2", nil),
+            ("bytes 0-2/2", nil), ("bytes 100-199/199", nil), ("bytes 100-99/199", nil), ("bytes 100-199", nil),
+            ("bytes -5-9/10", nil), ("bytes 0-9/10/10", nil), ("bytes=0-9/10", nil), ("bytes  0-9/10", nil),
+            ("bytes 0-9223372036854775808/*", nil),
+            (
+                "bytes 0-9223372036854775806/9223372036854775807",
+                ContentRange(first: 0, last: 9_223_372_036_854_775_806, completeLength: 9_223_372_036_854_775_807)
+            ),
+            ("", nil), ("bytes", nil), ("bytes ", nil), ("bytes 0-/10", nil), ("bytes -9/10", nil),
+        ] as [(String, ContentRange?)])
+    func aContentRangeIsValidOnlyAsRFC9110Says(field: String, expected: ContentRange?) {
+        #expect(ContentRange(field) == expected)
+    }
+
+    @Test func aWeakETagOrALastModifiedTooCloseToTheDateIsNoValidator() {
+        let date = "Tue, 24 Nov 2026 08:00:01 GMT"
+        #expect(APIResponseBodyFile.validator(etag: "W/\"weak\"", lastModified: nil, date: date) == nil)
         #expect(
-            APIResponseBodyFile.validator(etag: "W/\"weak\"", lastModified: nil) == nil, "a weak ETag cannot resume")
-        #expect(APIResponseBodyFile.validator(etag: "W/\"weak\"", lastModified: "Tue, 24 Nov 2026 08:00:00 GMT") != nil)
+            APIResponseBodyFile.validator(etag: "W/\"weak\"", lastModified: "Tue, 24 Nov 2026 08:00:00 GMT", date: date)
+                == "Tue, 24 Nov 2026 08:00:00 GMT", "one second before the Date: strong (RFC 9110 §13.1.5)")
+        #expect(
+            APIResponseBodyFile.validator(etag: nil, lastModified: "Tue, 24 Nov 2026 08:00:01 GMT", date: date) == nil,
+            "the same second as the Date: weak")
+        #expect(
+            APIResponseBodyFile.validator(etag: nil, lastModified: "Tue, 24 Nov 2026 08:00:00 GMT", date: nil) == nil,
+            "no Date to compare with: weak")
+        #expect(
+            APIResponseBodyFile.validator(etag: nil, lastModified: "yesterday", date: date) == nil, "not a date")
+        #expect(APIResponseBodyFile.validator(etag: "\"v1\"", lastModified: nil, date: nil) == "\"v1\"")
+    }
+
+    /// A part written with `validator`, then the rest answered by `rest`, in one task of `attempts`.
+    private func resume(
+        partOf length: Int = 500, record: ResumeRecord? = nil, attempts: Int = 1,
+        rest: @escaping @Sendable (URLRequest) -> MockTransport.Reply
+    ) throws -> (MockTransport, APITask<FileRequest>) {
+        let download = APIDownload(to: destination)
+        try Self.full.prefix(length).write(to: download.partialFile)
+        try (record ?? ResumeRecord(url: testBaseURL.appendingPathComponent("report.bin"), validator: "\"one\""))
+            .save(to: download.resumeRecord)
+        let (clock, transport, files) = make { request in
+            request.value(forHTTPHeaderField: "Range") == nil ? .status(200, body: Self.full) : rest(request)
+        }
+        let task = files.send(
+            FileRequest(
+                download: download, retryPolicy: APIRetryPolicy(maxAttempts: attempts, baseDelay: 1, jitter: .none)))
+        clock.advance(by: 10)
+        return (transport, task)
+    }
+
+    @Test(arguments: ["bytes 500-999/999", "bytes 500-499/1000", "bytes 500-999/500", "bytes 500-999"])
+    func aPartWithAnInvalidContentRangeIsNeverAppended(contentRange: String) throws {
+        let (transport, task) = try resume { _ in
+            .status(206, headers: ["Content-Range": contentRange, "ETag": "\"one\""], body: Self.full.suffix(500))
+        }
+        #expect(task.state.name == "invalidRequest")
+        #expect(transport.records.count == 1)
+        #expect(!FileManager.default.fileExists(atPath: destination.path), "no file made of a refused answer")
+        #expect(leftovers.isEmpty, "the part is dropped with the answer")
+    }
+
+    @Test(arguments: [nil, "files"] as [String?])
+    func aPartOfAnotherVersionStartsOverInsteadOfBeingAppended(scope: String?) throws {
+        let other = Data(repeating: 7, count: 1000)
+        let (transport, task) = try resume { _ in
+            .status(
+                206, headers: ["Content-Range": "bytes 500-999/1000", "ETag": "\"two\""], body: other.suffix(500))
+        }
+        #expect(task.state.name == "finished")
+        #expect(
+            transport.records.map { $0.request.value(forHTTPHeaderField: "If-Range") ?? "-" } == ["\"one\"", "-"],
+            "asked with \"one\", answered with \"two\": the part is dropped and the file asked for whole")
+        #expect(try Data(contentsOf: destination) == Self.full, "one version of the file, not two")
+        _ = scope
+    }
+
+    @Test func aPartOfAnotherLengthStartsOver() throws {
+        let record = ResumeRecord(
+            url: testBaseURL.appendingPathComponent("report.bin"), validator: "\"one\"", completeLength: 1200)
+        let (transport, task) = try resume(record: record) { _ in Self.rest(from: 500) }
+        #expect(task.state.name == "finished")
+        #expect(transport.records.count == 2, "the part was of a 1200-byte file: started over")
+        #expect(try Data(contentsOf: destination) == Self.full)
+    }
+
+    @Test func aPartWithTheSameValidatorOrNoneIsAppended() throws {
+        for etag in ["\"one\"", nil] {
+            try? FileManager.default.removeItem(at: destination)
+            let (transport, task) = try resume { _ in
+                var headers = ["Content-Range": "bytes 500-999/1000"]
+                headers["ETag"] = etag
+                return .status(206, headers: headers, body: Self.full.suffix(500))
+            }
+            #expect(task.state.name == "finished")
+            #expect(transport.records.count == 1)
+            #expect(try Data(contentsOf: destination) == Self.full)
+        }
+    }
+
+    @Test func aPartThatEndsBeforeTheCompleteLengthIsKeptAndNeverTakenForTheWhole() throws {
+        let (transport, task) = try resume { _ in
+            .status(
+                206, headers: ["Content-Range": "bytes 500-749/1000", "ETag": "\"one\""],
+                body: Self.full[500..<750])
+        }
+        #expect(task.state.name == "transport(-1005)", "as a dropped connection: retried by default")
+        #expect(transport.records.count == 1)
+        #expect(!FileManager.default.fileExists(atPath: destination.path), "a partial file is never the whole")
+        #expect(try Data(contentsOf: APIDownload(to: destination).partialFile) == Self.full.prefix(750))
+        #expect(ResumeRecord.load(from: APIDownload(to: destination).resumeRecord)?.completeLength == 1000)
+    }
+
+    @Test func aRetryAsksForWhatAShortPartLeftOut() throws {
+        let (transport, task) = try resume(attempts: 2) { request in
+            request.value(forHTTPHeaderField: "Range") == "bytes=500-"
+                ? .status(
+                    206, headers: ["Content-Range": "bytes 500-749/1000", "ETag": "\"one\""],
+                    body: Self.full[500..<750])
+                : Self.rest(from: 750, etag: "\"one\"")
+        }
+        #expect(task.state.name == "finished")
+        #expect(
+            transport.records.map { $0.request.value(forHTTPHeaderField: "Range") } == ["bytes=500-", "bytes=750-"])
+        #expect(try Data(contentsOf: destination) == Self.full)
+    }
+
+    @Test func aWholeBodyShorterThanItsContentLengthIsNotMovedIntoPlace() throws {
+        let (clock, _, files) = make { _ in
+            .status(200, headers: ["Content-Length": "1000", "ETag": "\"v1\""], body: Self.full.prefix(600))
+        }
+        let task = files.send(FileRequest(download: APIDownload(to: destination)))
+        clock.advance(by: 1)
+        #expect(task.state.name == "transport(-1005)")
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect((try? FileSource.size(of: APIDownload(to: destination).partialFile)) == 600, "kept, to be resumed")
+    }
+
+    @Test func aLastModifiedDateResumesOnlyWhenItIsStrong() throws {
+        for (lastModified, resumes) in [
+            ("Tue, 24 Nov 2026 08:00:00 GMT", true), ("Tue, 24 Nov 2026 08:00:05 GMT", false),
+        ] {
+            try? FileManager.default.removeItem(at: APIDownload(to: destination).partialFile)
+            let headers = [
+                "Content-Length": "1000", "Last-Modified": lastModified, "Date": "Tue, 24 Nov 2026 08:00:05 GMT",
+            ]
+            let calls = LockedState(0)
+            let (clock, transport, files) = make { request in
+                let first = calls.withLock { calls in
+                    defer { calls += 1 }
+                    return calls == 0
+                }
+                let whole = MockTransport.Reply.status(200, headers: headers, body: Self.full).inChunks(4, every: 1)
+                if first { return whole.cut(after: 500) }
+                return request.value(forHTTPHeaderField: "Range") == nil ? whole : Self.rest(from: 500)
+            }
+            let first = files.send(FileRequest(download: APIDownload(to: destination)))
+            clock.advance(by: 10)
+            #expect(first.state.name == "transport(-1005)")
+            let again = files.send(FileRequest(download: APIDownload(to: destination)))
+            clock.advance(by: 10)
+            #expect(again.state.name == "finished")
+            let second = try #require(transport.records.last?.request)
+            #expect(second.value(forHTTPHeaderField: "If-Range") == (resumes ? lastModified : nil), "\(lastModified)")
+            #expect(try Data(contentsOf: destination) == Self.full)
+            try FileManager.default.removeItem(at: destination)
+        }
     }
 }

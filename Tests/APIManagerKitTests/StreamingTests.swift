@@ -288,9 +288,12 @@ struct StreamingTests {
         #expect(stream.task.state.name == "finished")
     }
 
+    static let eventStream = ["Content-Type": "text/event-stream"]
+
     @Test func serverSentEventsArriveAsTheyAreComplete() async throws {
         let text = "retry: 3000\nid: 1\ndata: hello\n\n: keep-alive\nevent: update\nid: 2\ndata: {\"n\":2}\n\ndata: cut"
-        let (clock, _, feed, _) = make(.status(200, body: Data(text.utf8)).inChunks(7, every: 0.1))
+        let (clock, _, feed, _) = make(
+            .status(200, headers: Self.eventStream, body: Data(text.utf8)).inChunks(7, every: 0.1))
         let events = feed.events(for: FeedRequest())
         clock.advance(by: 1)
         var iterator = events.makeAsyncIterator()
@@ -370,14 +373,16 @@ struct StreamingTests {
 
     @Test(arguments: [nil, "feed"] as [String?])
     func aDroppedEventStreamReconnectsWithLastEventIDAfterTheServersRetry(scope: String?) async throws {
-        let (clock, mock, feed, _) = make(.status(200))
+        let (clock, mock, feed, _) = make(.status(200, headers: Self.eventStream))
         mock.stub(nil, "/feed") { request in
             switch request.value(forHTTPHeaderField: "Last-Event-ID") {
             case nil:
                 let text = "retry: 2000\nid: 1\ndata: a\n\nid: 2\ndata: b\n\nid: 3\ndata: lo"
-                return MockTransport.Reply.status(200, body: Data(text.utf8)).inChunks(3, every: 0.5).cut(after: 45)
+                return MockTransport.Reply.status(200, headers: Self.eventStream, body: Data(text.utf8)).inChunks(
+                    3, every: 0.5
+                ).cut(after: 45)
             case "2"?:
-                return .status(200, body: Data("id: 3\ndata: c\n\n".utf8))
+                return .status(200, headers: Self.eventStream, body: Data("id: 3\ndata: c\n\n".utf8))
             default:
                 return .status(204)
             }
@@ -396,7 +401,7 @@ struct StreamingTests {
 
     /// One event, then a drop; the server asks for a reconnection in a day.
     private static let parkingFeed = MockTransport.Reply.status(
-        200, body: Data("retry: 86400000\nid: 1\ndata: a\n\ndata: b".utf8)
+        200, headers: eventStream, body: Data("retry: 86400000\nid: 1\ndata: a\n\ndata: b".utf8)
     ).inChunks(2, every: 1).cut(after: 35)
 
     @Test(arguments: [nil, "feed"] as [String?])
@@ -439,7 +444,8 @@ struct StreamingTests {
 
     @Test func withoutAReconnectionADropEndsTheStreamWithItsError() async {
         let (clock, mock, feed, _) = make(
-            MockTransport.Reply.status(200, body: Data("id: 1\ndata: a\n\ndata: b".utf8)).inChunks(2, every: 1)
+            MockTransport.Reply.status(200, headers: Self.eventStream, body: Data("id: 1\ndata: a\n\ndata: b".utf8))
+                .inChunks(2, every: 1)
                 .cut(after: 20))
         let (seen, error) = await drain(feed.events(for: FeedRequest()), clock: clock)
         #expect(seen == ["1:a"])
@@ -448,14 +454,15 @@ struct StreamingTests {
     }
 
     @Test func anErrorStatusIsNotReconnectedAndReconnectionsAreBounded() async {
-        let (clock, mock, feed, _) = make(.status(200, body: Data("data: x\n\n".utf8)), .json("{}", status: 500))
+        let (clock, mock, feed, _) = make(
+            .status(200, headers: Self.eventStream, body: Data("data: x\n\n".utf8)), .json("{}", status: 500))
         let (seen, error) = await drain(
             feed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)), clock: clock)
         #expect(seen == ["-:x"])
         #expect((error as? APIError)?.statusCode == 500)
         #expect(mock.records.count == 2)
 
-        let (quietClock, quiet, quietFeed, _) = make(.status(200))
+        let (quietClock, quiet, quietFeed, _) = make(.status(200, headers: Self.eventStream))
         let (none, end) = await drain(
             quietFeed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)),
             clock: quietClock)

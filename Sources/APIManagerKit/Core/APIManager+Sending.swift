@@ -98,10 +98,10 @@ extension APIManager {
 
     func makeTask(
         for request: Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil
+        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil
     ) -> ManagedTask<Self> {
         ManagedTask(
             manager: self, request: request, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
-            addedHeaders: addedHeaders)
+            addedHeaders: addedHeaders, policy: policy)
     }
 }

@@ -277,11 +277,11 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
 
     init(
         request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil
+        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil
     ) {
         self.request = request
         // Settings only some policies use are read only for them.
-        let policy = request.concurrencyPolicy
+        let policy = policy ?? request.concurrencyPolicy
         let mayWaitInLine: Bool
         switch policy {
         case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited: mayWaitInLine = true

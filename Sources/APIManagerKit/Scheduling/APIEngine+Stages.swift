@@ -265,10 +265,22 @@ extension APIEngine {
             if stream.isCancelled { answer = .failure(URLError(.cancelled)) }
             if case .success(let raw) = answer { stream.buffer.status.withLock { $0 = raw.statusCode } }
             switch answer {
+            case .success(let raw)
+            where stream.buffer.expectsEventStream && (200..<300).contains(raw.statusCode) && raw.statusCode != 204
+                && !APIServerSentEventStream.isEventStream(
+                    statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")):
+                // HTML §9.2.3: anything but a 200 text/event-stream fails the connection, for good.
+                answer = .failure(
+                    APIError.rejected(
+                        underlying: APIServerSentEventStream.NotAnEventStream(
+                            statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")),
+                        response: raw))
             case .success(var raw) where (200..<300).contains(raw.statusCode):
                 // A transport that does not stream gave the body whole.
                 if !stream.isStreaming { _ = stream.buffer.push(raw.body) {} }
-                stream.buffer.finish(.success(()))
+                // The stream ends with the task (ManagedTask.deliver), once its typed response
+                // built or failed to: a response that does not build ends it with that error.
+                if stream.buffer.pushedBytes > 0 { attempt.mayRetry = false }
                 raw.body = Data()
                 answer = .success(raw)
             case .failure where stream.buffer.pushedBytes > 0:

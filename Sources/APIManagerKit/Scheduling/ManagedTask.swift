@@ -22,12 +22,12 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
 
     init(
         manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil
+        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil
     ) {
         self.manager = manager
         super.init(
             request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
-            addedHeaders: addedHeaders)
+            addedHeaders: addedHeaders, policy: policy)
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {

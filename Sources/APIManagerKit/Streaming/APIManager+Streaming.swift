@@ -28,19 +28,39 @@ extension APIManager {
     /// they arrive (see ``APIServerSentEventParser``), with the backpressure and cancellation of
     /// ``bytes(for:)``. `Accept: text/event-stream` is for the request to send.
     ///
+    /// Only a `200` with `Content-Type: text/event-stream` is read as events (HTML §9.2.3); any
+    /// other answer fails the connection for good: an error status with the task's
+    /// ``APIError/unacceptableStatus(_:message:)``, another `2xx` or another type with
+    /// ``APIError/rejected(underlying:response:)`` whose `underlying` is
+    /// ``APIServerSentEventStream/NotAnEventStream``; the task fails with the same error, and no
+    /// reconnection is made. A typed response that does not build ends the iteration with its error.
+    ///
     /// With `reconnection`, a stream that drops (the connection lost, or the body ending) is sent
     /// again after the server's `retry` time (at most the reconnection's `maxDelay`; else its
-    /// `delay`), with `Last-Event-ID` set to the last event ID seen, up to the reconnection's number
-    /// of times; an error status, a `204 No Content` or a cancellation ends it for good (cancelling
-    /// the Swift task that iterates ends the wait for a reconnection at once). Each reconnection is
-    /// a new task.
+    /// `delay`), with `Last-Event-ID` set to the last event ID seen (none when it is empty), up to
+    /// the reconnection's number of times; an error status, a `204 No Content` or a cancellation
+    /// ends it for good (cancelling the Swift task that iterates ends the wait for a reconnection at
+    /// once).
+    ///
+    /// Each reconnection is a new task under the request's policy, with one exception: a
+    /// reconnection never cancels a newer task of its scope. A ``APIConcurrencyPolicy/cancelOthers``
+    /// stream reconnects as ``APIConcurrencyPolicy/ignoreCurrent``: when a task of its scope is
+    /// waiting or running (a newer one: the stream's own had ended), the stream was superseded, and
+    /// it ends with ``APIError/cancelled(reason:)`` `.policy`, as it would had it been running.
     public func events(for request: Request, reconnection: APIReconnection? = nil) -> APIServerSentEventStream {
-        APIServerSentEventStream(
-            bytes: bytes(for: request), reconnection: reconnection,
+        let first = StreamBuffer(expectsEventStream: true)
+        let task = makeTask(for: request, bodyStream: first)
+        engine.submit(task)
+        let reconnectionPolicy: APIConcurrencyPolicy? =
+            request.concurrencyPolicy == .cancelOthers ? .ignoreCurrent : nil
+        return APIServerSentEventStream(
+            bytes: APIByteStream(task: task, buffer: first, manager: self), reconnection: reconnection,
             reconnect: { [self] lastEventID in
-                let buffer = StreamBuffer()
+                let buffer = StreamBuffer(expectsEventStream: true)
                 let task = makeTask(
-                    for: request, bodyStream: buffer, addedHeaders: lastEventID.map { ["Last-Event-ID": $0] })
+                    for: request, bodyStream: buffer,
+                    addedHeaders: lastEventID.flatMap { $0.isEmpty ? nil : ["Last-Event-ID": $0] },
+                    policy: reconnectionPolicy)
                 engine.submit(task)
                 return APIByteStream(task: task, buffer: buffer, manager: self)
             },
@@ -111,6 +131,28 @@ public struct APIServerSentEventStream: AsyncSequence, Sendable {
         Iterator(bytes: bytes.makeAsyncIterator(), stream: self)
     }
 
+    /// Why an answer was not read as an event stream: it was not a `200` with
+    /// `Content-Type: text/event-stream` (HTML §9.2.3). The ``APIError/rejected(underlying:response:)``
+    /// that carries it has the response.
+    public struct NotAnEventStream: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The answer's status.
+        public var statusCode: Int
+        /// The answer's `Content-Type`; `nil` when it had none.
+        public var contentType: String?
+
+        public var description: String {
+            "not an event stream: status \(statusCode), Content-Type \(contentType ?? "(none)")"
+        }
+    }
+
+    /// Whether an answer is an event stream: a `200` whose media type is `text/event-stream`
+    /// (compared without case, parameters ignored).
+    static func isEventStream(statusCode: Int, contentType: String?) -> Bool {
+        guard statusCode == 200, let contentType else { return false }
+        let essence = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return essence.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
+    }
+
     /// Reads the events in order.
     public struct Iterator: AsyncIteratorProtocol {
         var bytes: APIByteStream.Iterator
@@ -141,7 +183,15 @@ public struct APIServerSentEventStream: AsyncSequence, Sendable {
                     chunk = try await bytes.next()
                 } catch let error as APIError {
                     parser.finish()
-                    guard Self.dropped(error), try await reconnectIfAsked() else { throw error }
+                    if reconnections > 0, case .ignored = error {
+                        // A cancelOthers stream's reconnection found a newer task of its scope.
+                        done = true
+                        throw APIError.cancelled(reason: .policy)
+                    }
+                    guard Self.dropped(error), try await reconnectIfAsked() else {
+                        done = true
+                        throw error
+                    }
                     continue
                 }
                 guard let chunk else {

@@ -44,7 +44,14 @@ public final class APIResponseBodyStream: Sendable {
     /// The head arrived. Returns whether the body is streamed (a `2xx`); any other status: `false`,
     /// keep the body in memory.
     public func begin(statusCode: Int, headers: [String: String]) -> Bool {
-        let streams = (200..<300).contains(statusCode)
+        // An event stream's body is streamed only when it is one (HTML §9.2.3); any other is kept
+        // for the engine to refuse.
+        let streams =
+            (200..<300).contains(statusCode)
+            && (!buffer.expectsEventStream
+                || APIServerSentEventStream.isEventStream(
+                    statusCode: statusCode,
+                    contentType: headers.first { $0.key.caseInsensitiveCompare("Content-Type") == .orderedSame }?.value))
         state.withLock { $0.streaming = streams }
         buffer.status.withLock { $0 = statusCode }
         return streams
@@ -93,6 +100,13 @@ final class StreamBuffer: Sendable {
     private let state = LockedState(State())
     /// The status of the response streamed (once its head arrived).
     let status = LockedState<Int?>(nil)
+    /// Whether the body must be a `text/event-stream` answered with `200`
+    /// (``APIManager/events(for:reconnection:)``): any other answer fails the task.
+    let expectsEventStream: Bool
+
+    init(expectsEventStream: Bool = false) {
+        self.expectsEventStream = expectsEventStream
+    }
 
     /// Adds a part; `false` when the consumer is too far behind (`whenReady` is kept and called
     /// once it has caught up, or when the stream ends).

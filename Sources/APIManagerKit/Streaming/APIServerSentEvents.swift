@@ -27,7 +27,7 @@ public struct APIServerSentEvent: Sendable, Hashable, CustomStringConvertible {
 /// Parses a `text/event-stream` body as it arrives, chunk by chunk, as the WHATWG HTML standard
 /// says: lines end with CR, LF or CRLF (a CR at the end of a chunk waits for the next); a leading
 /// byte-order mark is skipped; `event`, `data` (lines joined with LF), `id` (without NUL) and
-/// `retry` (digits only) fields; lines starting with `:` are comments; an event is dispatched at an
+/// `retry` (digits only, any number of them, saturated at ``maxReconnectionTime``) fields; lines starting with `:` are comments; an event is dispatched at an
 /// empty line, and one without data is not; an event cut by the end of the stream is dropped.
 ///
 /// A line longer than ``maxLineLength`` bytes (1 MiB unless given) or an event whose data passes
@@ -43,8 +43,12 @@ public struct APIServerSentEventParser: Sendable {
     public private(set) var lastEventID: String?
     /// The `id` field being read, which becomes the last event ID when its event is dispatched.
     private var lastEventIDBuffer: String?
-    /// The reconnection time the stream asked for, in milliseconds; `nil` when it has not.
+    /// The reconnection time the stream asked for, in milliseconds; `nil` when it has not. A `retry`
+    /// of any length of digits counts, saturated at ``maxReconnectionTime``.
     public private(set) var reconnectionTime: Int?
+    /// The largest reconnection time a `retry` field sets, in milliseconds: 2,147,483,647 (about
+    /// 24.8 days, the longest timer a browser sets). ``APIReconnection/maxDelay`` caps the wait.
+    public static let maxReconnectionTime = Int(Int32.max)
 
     private var line: [UInt8] = []
     private var pendingCR = false
@@ -148,8 +152,13 @@ public struct APIServerSentEventParser: Sendable {
         case "id":
             if !value.contains(0) { lastEventIDBuffer = String(decoding: value, as: UTF8.self) }
         case "retry":
-            if !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }), value.count <= 9 {
-                reconnectionTime = Int(String(decoding: value, as: UTF8.self))
+            // Any run of ASCII digits (HTML §9.2.6), saturated at the maximum.
+            if !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }) {
+                var milliseconds = 0
+                for digit in value {
+                    milliseconds = min(Self.maxReconnectionTime, milliseconds * 10 + Int(digit - 0x30))
+                }
+                reconnectionTime = milliseconds
             }
         default:
             break  // unknown fields are ignored

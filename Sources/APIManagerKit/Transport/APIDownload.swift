@@ -8,13 +8,28 @@ import Foundation
 /// (``APIRawResponse/fileURL``) and the headers. The in-memory body limit
 /// (``APIRequest/maxResponseBodySize``) does not apply; ``maxSize`` does.
 ///
-/// **Resume.** When the server named a strong validator (`ETag`, else `Last-Modified`), a download
-/// that failed or was cancelled keeps its partial file, and the next attempt (a retry, or a later
-/// request for the same destination and URL) asks for the rest with `Range` and `If-Range`. A `206`
-/// from the right offset is appended; a `200` (the file changed, or the server ignores ranges)
-/// starts over; a `416` drops the partial file and starts over at once. Without a validator, or with
-/// ``resumes`` `false`, a failed download's partial file is removed. A partial file is never taken
-/// for the whole: the move happens only after the transport completed.
+/// **Resume.** When the server named a strong validator (a strong `ETag`, else a `Last-Modified`
+/// date at least one second before the response's `Date`, RFC 9110 §13.1.5), a download that failed
+/// or was cancelled keeps its partial file, and the next attempt (a retry, or a later request for
+/// the same destination and URL) asks for the rest with `Range` and `If-Range`. The file at the
+/// destination is the server's whole file or nothing (RFC 9110 §14.4, §15.3.7.3):
+/// - A `206` is appended only when its `Content-Range` is valid (`bytes first-last/complete` or
+///   `/*`, with `first` ≤ `last` < `complete`) and starts at the end of the partial file; any other
+///   `206` fails the attempt with ``APIError/invalidRequest(reason:underlying:)`` and drops the part.
+/// - A `206` that names another validator than the one sent in `If-Range` (its `ETag`, or its
+///   `Last-Modified` when a date was sent), or another complete length than the part was written
+///   for, is another version of the file: the part is dropped and the download starts over at once.
+/// - A `200` (the file changed, or the server ignores ranges) starts over; a `416` drops the
+///   partial file and starts over at once.
+/// - A download is complete only when the file has its complete length (a `206`'s complete length,
+///   or a `200`'s `Content-Length` when the body is not encoded), which the resume record keeps: a
+///   `206` that ends before it (`bytes 100-149/200`) fails the attempt with
+///   ``APIError/transport(underlying:)`` (`URLError.networkConnectionLost`, which the default retry
+///   policy retries), and keeps the part, so the next attempt asks for the rest.
+///
+/// Without a validator, or with ``resumes`` `false`, a failed download's partial file is removed.
+/// A partial file is never taken for the whole: the move happens only after the transport
+/// completed, and only when the file has the complete length.
 public struct APIDownload: Sendable, Hashable {
     /// What to do when the destination already exists.
     public enum ExistingFile: Sendable, Hashable {
@@ -76,6 +91,11 @@ public final class APIResponseBodyFile: Sendable {
         /// Whether the task was cancelled while the file was open (``cancel()``): what the file holds
         /// may be a part only, whatever the transport answers later.
         var cancelled = false
+        /// The server's whole file's length, when the head said it: the file is complete only then.
+        var completeLength: Int64?
+        /// Whether the `206` was of another version of the file: the part is dropped and the
+        /// download starts over.
+        var startsOver = false
     }
 
     /// The bytes gathered before one write to the file: 256 KiB.
@@ -87,12 +107,16 @@ public final class APIResponseBodyFile: Sendable {
     let requestURL: URL?
     /// The bytes already on disk that the request asked the rest of (`Range`); 0 for none.
     public let resumeOffset: Int64
+    /// What the part on disk was written with, when the request resumes it (`If-Range` carries its
+    /// validator).
+    let resumed: ResumeRecord?
     private let state = LockedState(State())
 
-    init(download: APIDownload, requestURL: URL?, resumeOffset: Int64) {
+    init(download: APIDownload, requestURL: URL?, resumeOffset: Int64, resumed: ResumeRecord? = nil) {
         self.download = download
         self.requestURL = requestURL
         self.resumeOffset = resumeOffset
+        self.resumed = resumeOffset > 0 ? resumed : nil
     }
 
     deinit { releaseClaim() }
@@ -117,23 +141,37 @@ public final class APIResponseBodyFile: Sendable {
         if holds { _ = Self.inProgress.withLock { $0.remove(download.partialFile.path) } }
     }
 
-    /// The head arrived. Returns whether the body goes to the file (a `2xx`): for a `206` from
-    /// the resume offset the body is appended, for any other `2xx` the file starts over. A `206`
-    /// from another offset throws. Any other status: `false`, keep the body in memory.
+    /// The head arrived. Returns whether the body goes to the file (a `2xx`): for a `206` that
+    /// continues the part on disk the body is appended, for any other `2xx` the file starts over.
+    /// A `206` that does not continue it throws (see ``APIDownload`` for the rules). Any other
+    /// status: `false`, keep the body in memory.
     public func begin(statusCode: Int, headers: [String: String]) throws -> Bool {
         guard (200..<300).contains(statusCode) else { return false }
         func header(_ name: String) -> String? {
             headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
         }
+        let validator = Self.validator(
+            etag: header("ETag"), lastModified: header("Last-Modified"), date: header("Date"))
         var append = false
+        var completeLength: Int64?
         if statusCode == 206 {
-            guard resumeOffset > 0, let range = header("Content-Range"),
-                Self.contentRangeStart(range) == resumeOffset
+            guard resumeOffset > 0, let resumed, let field = header("Content-Range"),
+                let range = ContentRange(field), range.first == resumeOffset
             else {
                 throw fail(
                     .invalidRequest(reason: "the server answered 206 with a range that does not continue the download"))
             }
+            if Self.isAnotherVersion(sent: resumed, answered: headers, range: range) {
+                state.withLock { $0.startsOver = true }
+                throw fail(.invalidRequest(reason: "the server answered 206 for another version of the file"))
+            }
             append = true
+            completeLength = range.completeLength ?? resumed.completeLength
+        } else if header("Content-Encoding").map({ APIHTTPRules.contentCodings($0).isEmpty }) ?? true,
+            let length = header("Content-Length").flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }),
+            length >= 0
+        {
+            completeLength = length
         }
         let partial = download.partialFile
         do {
@@ -145,20 +183,45 @@ public final class APIResponseBodyFile: Sendable {
             }
             let handle = try FileHandle(forWritingTo: partial)
             if append { try handle.seekToEnd() }
-            try ResumeRecord(
-                url: requestURL, validator: Self.validator(etag: header("ETag"), lastModified: header("Last-Modified"))
-            )
-            .save(to: download.resumeRecord)
+            try ResumeRecord(url: requestURL, validator: validator, completeLength: completeLength)
+                .save(to: download.resumeRecord)
             state.withLock { state in
                 state.handle = handle
                 state.writing = true
                 state.startedAt = append ? resumeOffset : 0
                 state.written = state.startedAt
+                state.completeLength = completeLength
             }
         } catch {
             throw fail(.transport(underlying: error))
         }
         return true
+    }
+
+    /// Whether a `206` is of another version of the file than the part on disk: it names another
+    /// validator than `If-Range` sent (an `ETag` against an `ETag`, a `Last-Modified` against a
+    /// date), or another complete length than the part was written for. A `206` that names no
+    /// validator is taken on the server's word that `If-Range` matched.
+    static func isAnotherVersion(sent: ResumeRecord, answered headers: [String: String], range: ContentRange)
+        -> Bool
+    {
+        func header(_ name: String) -> String? {
+            headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+                .trimmingCharacters(in: .whitespaces)
+        }
+        if let complete = range.completeLength, let known = sent.completeLength, complete != known { return true }
+        guard let validator = sent.validator else { return true }
+        if validator.hasPrefix("\"") {
+            if let etag = header("ETag"), etag != validator { return true }
+        } else if let lastModified = header("Last-Modified") {
+            let now = Date()
+            if let sentDate = HTTPDate.parse(validator, now: now), let date = HTTPDate.parse(lastModified, now: now) {
+                if sentDate != date { return true }
+            } else if lastModified != validator {
+                return true
+            }
+        }
+        return false
     }
 
     /// Writes a part of the body. Throws ``APIError/responseTooLarge(limit:)`` past the
@@ -190,6 +253,14 @@ public final class APIResponseBodyFile: Sendable {
 
     /// The bytes of the file so far (the resumed part included).
     public var writtenBytes: Int64 { state.withLock { $0.written } }
+
+    /// The server's whole file's length, when the head said it (a `206`'s complete length, or a
+    /// `200`'s `Content-Length` for a body that is not encoded).
+    var completeLength: Int64? { state.withLock { $0.completeLength } }
+
+    /// Whether the `206` was of another version of the file than the part: the part is dropped and
+    /// the download starts over.
+    var startsOver: Bool { state.withLock { $0.startsOver } }
 
     /// Where this response's bytes start in the file: the resume offset when a `206` is appended,
     /// else 0 (also before the head arrived).
@@ -238,26 +309,86 @@ public final class APIResponseBodyFile: Sendable {
 
     // MARK: Rules
 
-    /// The first byte of a `Content-Range: bytes first-last/total`; `nil` when it is not one.
-    static func contentRangeStart(_ value: String) -> Int64? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let range = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        guard let dash = range.firstIndex(of: "-") else { return nil }
-        return Int64(range[..<dash])
-    }
+    /// The first byte of a valid `Content-Range` (see ``ContentRange``); `nil` when it is not one.
+    static func contentRangeStart(_ value: String) -> Int64? { ContentRange(value)?.first }
 
-    /// The validator `If-Range` may carry: a strong `ETag`, else `Last-Modified`; `nil` for none.
-    static func validator(etag: String?, lastModified: String?) -> String? {
+    /// The validator `If-Range` may carry: a strong `ETag`, else a `Last-Modified` date that is
+    /// strong by RFC 9110 §13.1.5 (at least one second before the response's `Date`; without a
+    /// `Date`, or with a date that does not parse, it is weak); `nil` for none.
+    static func validator(etag: String?, lastModified: String?, date: String?) -> String? {
         if let etag = etag?.trimmingCharacters(in: .whitespaces), etag.hasPrefix("\"") { return etag }
-        return lastModified?.trimmingCharacters(in: .whitespaces).nilIfEmpty
+        guard let lastModified = lastModified?.trimmingCharacters(in: .whitespaces).nilIfEmpty,
+            let date = date?.trimmingCharacters(in: .whitespaces)
+        else { return nil }
+        let now = Date()
+        guard let modified = HTTPDate.parse(lastModified, now: now), let answered = HTTPDate.parse(date, now: now),
+            modified.timeIntervalSince1970 <= answered.timeIntervalSince1970 - 1
+        else { return nil }
+        return lastModified
     }
 }
 
-/// The URL and validator a partial file was downloaded with, kept beside it.
+/// A `206`'s `Content-Range` (RFC 9110 §14.4): `bytes first-last/complete` or `bytes first-last/*`.
+/// A value that must not be combined with a part is `nil`: another unit, an unsatisfied range
+/// (`bytes */1000`), `last` before `first`, `last` not below the complete length, anything but
+/// digits where digits go, or a number past `Int64`.
+struct ContentRange: Equatable, Sendable {
+    var first: Int64
+    var last: Int64
+    /// `nil` for `*` (the server does not know it).
+    var completeLength: Int64?
+
+    init(first: Int64, last: Int64, completeLength: Int64?) {
+        self.first = first
+        self.last = last
+        self.completeLength = completeLength
+    }
+
+    init?(_ value: String) {
+        // The field value without its surrounding whitespace (OWS), as bytes.
+        var bytes = ArraySlice(value.utf8)
+        while let byte = bytes.first, byte == 0x20 || byte == 0x09 { bytes.removeFirst() }
+        while let byte = bytes.last, byte == 0x20 || byte == 0x09 { bytes.removeLast() }
+        guard let space = bytes.firstIndex(of: 0x20),
+            String(decoding: bytes[..<space], as: UTF8.self).lowercased() == "bytes"
+        else { return nil }
+        let parts = bytes[(space + 1)...].split(separator: 0x2F, maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let positions = parts[0].split(separator: 0x2D, maxSplits: 1, omittingEmptySubsequences: false)
+        guard positions.count == 2, let first = Self.number(positions[0]), let last = Self.number(positions[1]),
+            first <= last
+        else { return nil }
+        var complete: Int64?
+        if parts[1].elementsEqual([0x2A]) {
+            complete = nil
+        } else {
+            guard let length = Self.number(parts[1]), last < length else { return nil }
+            complete = length
+        }
+        self.init(first: first, last: last, completeLength: complete)
+    }
+
+    /// `1*DIGIT` as an `Int64`; `nil` for anything else or past `Int64.max`.
+    private static func number(_ digits: ArraySlice<UInt8>) -> Int64? {
+        guard !digits.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard (0x30...0x39).contains(byte) else { return nil }
+            let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowSum) = times.addingReportingOverflow(Int64(byte - 0x30))
+            guard !overflowTimes, !overflowSum else { return nil }
+            value = sum
+        }
+        return value
+    }
+}
+
+/// The URL, validator and complete length a partial file was downloaded with, kept beside it.
 struct ResumeRecord: Codable, Equatable {
     var url: URL?
     var validator: String?
+    /// The server's whole file's length, when it said it; `nil` in a record written before it was kept.
+    var completeLength: Int64? = nil
 
     func save(to file: URL) throws {
         try JSONEncoder().encode(self).write(to: file, options: .atomic)

@@ -32,17 +32,20 @@ enum DownloadStage {
             request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         }
         var offset: Int64 = 0
+        var resumed: ResumeRecord?
         if download.resumes, let size = try? FileSource.size(of: download.partialFile), size > 0,
             let record = ResumeRecord.load(from: download.resumeRecord), record.url == request.url,
-            let validator = record.validator
+            let validator = record.validator, record.completeLength.map({ size < $0 }) ?? true
         {
             offset = size
+            resumed = record
             request.setValue("bytes=\(size)-", forHTTPHeaderField: "Range")
             request.setValue(validator, forHTTPHeaderField: "If-Range")
         } else {
             discard(download)
         }
-        return .success(APIResponseBodyFile(download: download, requestURL: request.url, resumeOffset: offset))
+        return .success(
+            APIResponseBodyFile(download: download, requestURL: request.url, resumeOffset: offset, resumed: resumed))
     }
 
     enum Completion {
@@ -60,6 +63,11 @@ enum DownloadStage {
     static func complete(_ file: APIResponseBodyFile, answer: Result<APIRawResponse, any Error>) -> Completion {
         file.close()
         let download = file.download
+        if file.startsOver, !file.isCancelled {
+            // A 206 of another version of the file: its part and this answer are dropped.
+            discard(download)
+            return .startOver
+        }
         let answer = file.isCancelled ? .failure(URLError(.cancelled)) : answer
         switch answer {
         case .success(var raw):
@@ -75,13 +83,16 @@ enum DownloadStage {
                 } catch {
                     file.close()
                     discard(download)
-                    return .answer(.failure(error))
+                    return file.startsOver ? .startOver : .answer(.failure(error))
                 }
                 file.close()
             }
             if let failure = file.failure {
                 discard(download)
                 return .answer(.failure(failure))
+            }
+            if let complete = file.completeLength, file.writtenBytes != complete {
+                return .answer(.failure(incomplete(file, completeLength: complete)))
             }
             if let error = moveIntoPlace(download) { return .answer(.failure(error)) }
             raw.body = Data()
@@ -92,12 +103,38 @@ enum DownloadStage {
                 discard(download)
                 return .answer(.failure(failure))
             }
-            let resumable =
-                download.resumes && ResumeRecord.load(from: download.resumeRecord)?.validator != nil
-                && (try? FileSource.size(of: download.partialFile)).map { $0 > 0 } == true
-            if !resumable { discard(download) }
+            keepIfResumable(download)
             return .answer(.failure(error))
         }
+    }
+
+    /// A body that ended before the file's complete length (a `206` of a part only, or a body the
+    /// transport took as whole): not the server's file. A longer one is dropped; a shorter one is
+    /// kept when it can be resumed, and the attempt fails as a dropped connection does, so a retry
+    /// asks for the rest.
+    private static func incomplete(_ file: APIResponseBodyFile, completeLength: Int64) -> APIError {
+        let written = file.writtenBytes
+        if written > completeLength {
+            discard(file.download)
+            return .invalidRequest(
+                reason: "the server sent \(written) bytes of a file it said has \(completeLength)")
+        }
+        keepIfResumable(file.download)
+        return .transport(
+            underlying: URLError(
+                .networkConnectionLost,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "the download ended at \(written) of \(completeLength) bytes; the part is kept to be resumed"
+                ]))
+    }
+
+    /// Keeps a partial file that a later attempt can resume (a validator, some bytes); removes any other.
+    private static func keepIfResumable(_ download: APIDownload) {
+        let resumable =
+            download.resumes && ResumeRecord.load(from: download.resumeRecord)?.validator != nil
+            && (try? FileSource.size(of: download.partialFile)).map { $0 > 0 } == true
+        if !resumable { discard(download) }
     }
 
     /// Builds the task's response from `raw`; when `raw` is a download moved to its destination and

@@ -174,7 +174,14 @@ final class Exchange: APICancellable, Sendable {
             return true
         }
         if !proceed { task.cancel() }
-        task.futureResult.whenComplete { [self] result in
+        // A download's last parts may still be on their way to the disk (NIO's thread pool may be
+        // busy) when the connection is cut: the attempt ends once they are written, so the engine
+        // sees the whole part it may resume.
+        task.futureResult.flatMapWithEventLoop { raw, eventLoop in
+            collector.writesDone(on: eventLoop).map { raw }
+        }.flatMapErrorWithEventLoop { error, eventLoop in
+            collector.writesDone(on: eventLoop).flatMapThrowing { _ -> APIRawResponse in throw error }
+        }.whenComplete { [self] result in
             switch result {
             case .success(let raw):
                 switch redirect(of: request, answeredBy: raw, after: redirects) {
@@ -434,6 +441,8 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     /// it is one for the file; written on NIO's thread pool, the next part read when it is written.
     private let file: APIResponseBodyFile?
     private var writesToFile = false
+    /// The last part handed to the thread pool for the file; the attempt ends after it.
+    private var lastWrite: EventLoopFuture<Void>?
     /// Where a streamed body goes (``APITransportOptions/responseBodyStream``), once the head said
     /// it is one for the stream; the next part is read when the consumer has caught up.
     private let stream: APIResponseBodyStream?
@@ -513,10 +522,12 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
             let data = Data(buffer: part, byteTransferStrategy: .noCopy)
             let progress = self.progress
             let expected = expectedDownload
-            return NIOThreadPool.singleton.runIfActive(eventLoop: task.eventLoop) {
+            let write = NIOThreadPool.singleton.runIfActive(eventLoop: task.eventLoop) {
                 try file.write(data)
                 progress?(.download, file.receivedBytes, expected)
             }
+            lastWrite = write
+            return write
         }
         var part = part
         if body == nil {
@@ -539,6 +550,15 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         progress?(.download, Int64(body?.readableBytes ?? 0), expectedDownload)
         return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Succeeds once the last part handed to the thread pool is written (or failed to be): on the
+    /// request's event loop, like every other access to this collector.
+    func writesDone(on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        guard let lastWrite else { return eventLoop.makeSucceededVoidFuture() }
+        return lastWrite.hop(to: eventLoop).flatMapErrorWithEventLoop { _, eventLoop in
+            eventLoop.makeSucceededVoidFuture()
+        }
     }
 
     /// The head's fields by name, repeated ones joined with commas.
