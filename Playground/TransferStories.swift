@@ -70,16 +70,18 @@ extension Story {
         name: "feed", title: "Live feed: server-sent events; the stream drops and resumes (Last-Event-ID)"
     ) { stage in
         let realm = UUID().uuidString
+        let eventStream = ["Content-Type": "text/event-stream"]
         stage.stub("/feed", live: "fixture/sse") { request in
             func event(_ id: Int) -> String { "id: \(id)\nevent: tick\ndata: event \(id)\n\n" }
             switch request.value(forHTTPHeaderField: "Last-Event-ID") {
             case nil:
                 let text = "retry: 300\n\n" + (1...3).map(event).joined() + "id: 4\ndata: half"
-                return MockTransport.Reply.status(200, body: Data(text.utf8)).inChunks(4, every: 0.2)
-                    .cut(after: text.utf8.count - 2)
+                return MockTransport.Reply.status(200, headers: eventStream, body: Data(text.utf8))
+                    .inChunks(4, every: 0.2).cut(after: text.utf8.count - 2)
             case "3"?:
-                return MockTransport.Reply.status(200, body: Data((4...5).map(event).joined().utf8)).inChunks(
-                    2, every: 0.2)
+                return MockTransport.Reply.status(
+                    200, headers: eventStream, body: Data((4...5).map(event).joined().utf8)
+                ).inChunks(2, every: 0.2)
             default:
                 return MockTransport.Reply.status(204)
             }
