@@ -51,14 +51,15 @@ struct BusyThreadPoolTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("cut.bin")
-        let size = 4 << 20
+        let size = 64 << 10
         let realm = UUID().uuidString
         let request = FileRequest(
-            path: "fixture/file/\(size)", parameters: .query(["realm": .string(realm), "cut": .int(1 << 20)]),
+            path: "fixture/file/\(size)", parameters: .query(["realm": .string(realm), "cut": .int(1000)]),
             download: APIDownload(to: destination))
         let release = Self.occupyThreadPool()
         let cut = Task { try await Files().response(for: request) }
-        // The cut reaches the client while its first write still waits for a thread.
+        // A short part and the cut arrive in one read: the cut reaches the client while the part's
+        // write still waits for a thread.
         try await Task.sleep(for: .seconds(1.5))
         release()
         let first = await cut.result
