@@ -222,6 +222,22 @@ struct HostileInputIntegrationTests {
         #expect(store.allCookies.isEmpty)
         #expect(try await client.response(for: HTTPRequest("cookies")).cookies.isEmpty)
     }
+
+    /// One `Set-Cookie` field is one cookie, commas and all, on a response and on a redirect hop
+    /// (the corrections issue, item 12: `foo=bar; b,az=qux` made a cookie `az`).
+    @Test(arguments: [false, true])
+    func eachSetCookieFieldIsOneCookie(onARedirect: Bool) async throws {
+        struct Cookies: APIResponse, Decodable { let cookies: [String: String] }
+        let store = APICookieStore()
+        let client = Client<APIRawResponse>(transport: TransportUnderTest.make(), cookies: store)
+        _ = try await client.response(
+            for: HTTPRequest("fixture/set-cookies", parameters: onARedirect ? ["redirect": "1"] : [:]))
+        #expect(store.allCookies.map(\.name).sorted() == ["foo", "plain", "quoted"])
+        #expect(store.allCookies.first { $0.name == "quoted" }?.value == #""bar, baz=qux""#)
+        let sent = try await Client<Cookies>(transport: TransportUnderTest.make(), cookies: store).response(
+            for: HTTPRequest("cookies"))
+        #expect(Set(sent.cookies.keys) == ["foo", "plain", "quoted"])
+    }
 }
 
 /// The case name of an error, for comparisons.

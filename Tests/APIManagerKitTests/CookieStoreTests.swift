@@ -1,7 +1,8 @@
-import APIManagerKit
 import APIManagerKitTesting
 import Foundation
 import Testing
+
+@testable import APIManagerKit
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -161,11 +162,84 @@ struct CookieStoreTests {
         #expect(store.allCookies.isEmpty)
     }
 
-    /// Header dictionaries join several `Set-Cookie` fields with commas; `Expires` has one too.
-    @Test func headersJoinedWithCommasAreSplitAtCookiesNotAtDates() {
-        set("a=1; Expires=Wed, 21 Oct 2099 07:28:00 GMT; Path=/, b=2; Path=/, c=3")
-        #expect(store.allCookies.map(\.name).sorted() == ["a", "b", "c"])
-        #expect(store.allCookies.first { $0.name == "a" }?.expires != nil)
+    /// Header dictionaries (URLSession's) join several `Set-Cookie` fields with `", "`; `Expires` has a
+    /// comma too, and a quoted value or an attribute may hold one.
+    @Test(
+        arguments: [
+            ("a=1; Expires=Wed, 21 Oct 2099 07:28:00 GMT; Path=/, b=2; Path=/, c=3", ["a", "b", "c"]),
+            (#"foo="bar, baz=qux""#, ["foo"]), ("foo=bar; b,az=qux", ["foo"]), ("a=1, b=2", ["a", "b"]),
+            ("a=1,b=2", ["a"]), (#"a="x, y=1", b=2"#, ["a", "b"]), ("a=1; Comment=one, two", ["a"]),
+        ] as [(String, [String])])
+    func aJoinedValueIsSplitOnlyWhereAJoinCanBeToldApart(joined: String, names: [String]) {
+        let fields = CookieRules.splitJoined(joined)
+        #expect(fields.compactMap { CookieRules.parse($0)?.name } == names, "\(fields)")
+    }
+
+    @Test func oneFieldIsOneCookieWhateverCommasItHolds() {
+        set("foo=bar; b,az=qux", #"quoted="bar, baz=qux""#, "a=1, b=2")
+        #expect(store.allCookies.map(\.name).sorted() == ["a", "foo", "quoted"])
+        #expect(store.allCookies.first { $0.name == "quoted" }?.value == #""bar, baz=qux""#)
+        #expect(store.allCookies.first { $0.name == "a" }?.value == "1, b=2")
+    }
+
+    @Test func aResponseThatKeepsFieldsApartGivesThemOneByOne() {
+        let raw = APIRawResponse(
+            statusCode: 200,
+            headerFields: [
+                ("Set-Cookie", "foo=bar; b,az=qux"), ("Content-Type", "text/plain"),
+                ("set-cookie", #"quoted="bar, baz=qux""#),
+            ])
+        #expect(raw.setCookieFields == ["foo=bar; b,az=qux", #"quoted="bar, baz=qux""#])
+        #expect(raw.values(forHeader: "SET-COOKIE") == ["foo=bar; b,az=qux", #"quoted="bar, baz=qux""#])
+        let joined = APIRawResponse(statusCode: 200, headers: ["Set-Cookie": "a=1, b=2"])
+        #expect(joined.values(forHeader: "set-cookie") == ["a=1, b=2"], "a dictionary has one joined value")
+        #expect(joined.setCookieFields == ["a=1", "b=2"])
+    }
+
+    /// RFC 6265bis §5.7 step 16.
+    @Test func aCookieFromHTTPLeavesASecureCookieAlone() throws {
+        set("sid=secure; Secure; Path=/", from: "https://api.example.com/")
+        set("sid=forged; Path=/", from: "http://api.example.com/")
+        set("sid=deeper; Path=/v1", from: "http://api.example.com/")
+        set("sid=wider; Domain=example.com; Path=/", from: "http://api.example.com/")
+        #expect(store.allCookies.map(\.value) == ["secure"], "not set, not shadowed")
+        set("other=1; Path=/", from: "http://api.example.com/")
+        set("other=2; Path=/", from: "http://api.example.com/")
+        #expect(store.allCookies.first { $0.name == "other" }?.value == "2", "a cookie that is not Secure is replaced")
+        set("sid=renewed; Secure; Path=/", from: "https://api.example.com/")
+        #expect(store.allCookies.filter { $0.name == "sid" }.map(\.value) == ["renewed"], "https may replace it")
+    }
+
+    /// RFC 6265bis §5.7 steps 20–21: the prefixes are matched without regard to case.
+    @Test(arguments: [
+        ("__SECURE-id=1", "http://api.example.com/"), ("__secure-id=1", "https://api.example.com/"),
+        ("__host-id=1; Secure; Path=/; Domain=api.example.com", "https://api.example.com/"),
+        ("__HOST-id=1; Secure; Path=/v1", "https://api.example.com/"),
+        ("__Host-id=1; Path=/", "https://api.example.com/"),
+    ])
+    func prefixedCookiesThatBreakTheirRulesAreRefusedWhateverTheirCase(field: String, origin: String) {
+        set(field, from: origin)
+        #expect(store.allCookies.isEmpty)
+    }
+
+    @Test func prefixedCookiesThatKeepTheirRulesAreTaken() {
+        set("__host-id=1; Secure; Path=/", "__SECURE-sid=2; Secure", from: "https://api.example.com/")
+        #expect(store.allCookies.map(\.name).sorted() == ["__SECURE-sid", "__host-id"])
+    }
+
+    /// RFC 6265 §5.3 (last-access time) and §5.4 step 3.
+    @Test func theLeastRecentlyUsedCookieIsEvictedFirst() {
+        let small = APICookieStore(maxCookiesPerDomain: 3)
+        for index in 0..<3 {
+            small.store(
+                setCookie: ["c\(index)=1; Path=/c\(index)"], from: url("https://a.test/"),
+                at: Self.now.addingTimeInterval(Double(index)))
+        }
+        #expect(small.cookies(for: url("https://a.test/c0"), at: Self.now.addingTimeInterval(10)).count == 1)
+        small.store(setCookie: ["c3=1; Path=/"], from: url("https://a.test/"), at: Self.now.addingTimeInterval(20))
+        #expect(
+            small.allCookies.map(\.name).sorted() == ["c0", "c2", "c3"],
+            "c1 was used least recently; c0, the oldest, was sent at 10 s")
     }
 
     @Test func theLimitsDropTheOldestCookies() {

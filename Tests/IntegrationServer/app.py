@@ -76,6 +76,16 @@ def fixture(environ, start_response):
     arg = parts[2] if len(parts) > 2 else ""
     query = _query(environ)
 
+    if route == "set-cookies":
+        # Three Set-Cookie fields, each one cookie although two hold commas (RFC 6265 §3); with
+        # ?redirect=1 they come on a 302 to /cookies (httpbin echoes the cookies it is sent).
+        fields = [("Set-Cookie", "foo=bar; b,az=qux; Path=/"), ("Set-Cookie", 'quoted="bar, baz=qux"; Path=/'),
+                  ("Set-Cookie", "plain=1; Path=/")]
+        if query.get("redirect"):
+            start_response("302 Found", [("Location", "/cookies"), ("Content-Length", "0")] + fields)
+            return [b""]
+        return _json(start_response, "200 OK", {"set": 3}, fields)
+
     if route == "retry-after":
         # The first request for a key answers 503 with Retry-After; the next ones answer 200.
         with _lock:

@@ -36,12 +36,15 @@ public struct APICookie: Sendable, Hashable, Codable {
     public var sameSite: SameSite?
     /// When it was first stored; a replacement keeps the time of the cookie it replaces.
     public var created: Date
+    /// When a request last carried it (RFC 6265 §5.4 step 3), or it was last set; `nil` until then
+    /// (``created`` stands in). The least recently used cookies are evicted first.
+    public var lastAccessed: Date?
 
     /// A cookie from its parts.
     public init(
         name: String, value: String, domain: String, isHostOnly: Bool = true, path: String = "/",
         isSecure: Bool = false, isHTTPOnly: Bool = false, expires: Date? = nil, sameSite: SameSite? = nil,
-        created: Date = Date()
+        created: Date = Date(), lastAccessed: Date? = nil
     ) {
         self.name = name
         self.value = value
@@ -53,7 +56,11 @@ public struct APICookie: Sendable, Hashable, Codable {
         self.expires = expires
         self.sameSite = sameSite
         self.created = created
+        self.lastAccessed = lastAccessed
     }
+
+    /// When it was last used: ``lastAccessed``, else ``created``.
+    var lastUsed: Date { lastAccessed ?? created }
 
     /// Whether it is sent with a request to `url` at `now` (RFC 6265 §5.4): the host matches its
     /// domain, the path matches its path, `https` when it is secure, and it has not expired.

@@ -24,7 +24,15 @@ import FoundationNetworking
 ///   `__Host-…` also needs `Path=/` and no `Domain`.
 /// - Expiry is judged on the clock of the engine that sends the request (``APIEngine/clock``); an
 ///   expired `Set-Cookie` removes the cookie. At most 4096 bytes per cookie, 50 per domain and 3000
-///   in all; past those the oldest go.
+///   in all; past those the least recently used go first (RFC 6265 §5.3: the last time a request
+///   carried the cookie, or it was set).
+/// - One `Set-Cookie` field is one cookie, whatever commas it holds: the engine keeps fields apart
+///   from the transport to the store (`AsyncHTTPClientTransport` and `MockTransport` give them one
+///   by one). `URLSessionTransport` cannot: URLSession joins repeated fields with `", "` before
+///   anyone reads them, so there a join is told apart only at `", "` outside quotes followed by a
+///   name and `=`; a cookie whose unquoted value holds `", x="` is split.
+/// - A cookie from `http` never sets or shadows a `Secure` cookie of the same name whose domain and
+///   path it matches (RFC 6265bis §5.7 step 16).
 /// - With a `fileURL`, cookies that have an expiry (not session cookies) are kept in a JSON file only
 ///   its owner can read (mode `0600`), rewritten atomically on each change, and read back at start.
 /// - A request carrying cookies counts as authenticated for the response cache, like one carrying
@@ -33,6 +41,8 @@ import FoundationNetworking
 ///
 /// `SameSite` is kept but not enforced: an API client has no page whose site could differ from the
 /// request's. Thread-safe; one store may be shared by several engines.
+///
+/// The `__Secure-` and `__Host-` prefixes are matched without regard to case (`__SECURE-id` too).
 public final class APICookieStore: Sendable, Hashable {
     /// Where cookies with an expiry are kept across launches; `nil` for memory only.
     public let fileURL: URL?
@@ -77,10 +87,17 @@ public final class APICookieStore: Sendable, Hashable {
     /// Why the last write to ``fileURL`` failed; `nil` when it succeeded or there is no file.
     public var lastWriteError: (any Error)? { state.withLock { $0.writeError } }
 
-    /// The cookies a request to `url` carries at `now`, longest path first, then oldest first.
+    /// The cookies a request to `url` carries at `now`, longest path first, then oldest first; their
+    /// last-access time becomes `now` (RFC 6265 §5.4 step 3), in memory (the file keeps the time of
+    /// the last change).
     public func cookies(for url: URL, at now: Date = Date()) -> [APICookie] {
         state.withLock { state in
-            state.cookies.filter { $0.matches(url, at: now) }
+            var matching: [APICookie] = []
+            for index in state.cookies.indices where state.cookies[index].matches(url, at: now) {
+                state.cookies[index].lastAccessed = now
+                matching.append(state.cookies[index])
+            }
+            return matching
         }
         .sorted { ($0.path.count, $1.created) > ($1.path.count, $0.created) }
     }
@@ -91,8 +108,10 @@ public final class APICookieStore: Sendable, Hashable {
         return matching.isEmpty ? nil : matching.map(\.pair).joined(separator: "; ")
     }
 
-    /// Stores the cookies of `Set-Cookie` values received from `url` at `now` (each value one
-    /// cookie; a value that joins several with commas, as header dictionaries do, is split).
+    /// Stores the cookies of the `Set-Cookie` fields received from `url` at `now`: each element is
+    /// one field, and one field is one cookie (RFC 6265 §3), whatever commas it holds. A value that
+    /// joins several fields (as a header dictionary does) must be split by the caller; the engine
+    /// gets the fields apart from the transport (``APIRawResponse/values(forHeader:)``).
     /// Returns how many were stored or removed.
     @discardableResult
     public func store(setCookie values: [String], from url: URL, at now: Date = Date()) -> Int {
@@ -102,13 +121,17 @@ public final class APICookieStore: Sendable, Hashable {
         let isSecureOrigin = scheme == "https"
         let defaultPath = CookieRules.defaultPath(of: url)
         // Parsed and checked against the storage rules before the lock: only the merge needs it.
-        let incoming = values.flatMap(CookieRules.splitCombined).compactMap(CookieRules.parse).compactMap {
+        let incoming = values.compactMap(CookieRules.parse).compactMap {
             Self.cookie(from: $0, host: host, secureOrigin: isSecureOrigin, defaultPath: defaultPath, now: now)
         }
         guard !incoming.isEmpty else { return 0 }
         let (changed, snapshot) = state.withLock { state -> (Int, (UInt64, [APICookie])?) in
             var changed = 0
             for cookie in incoming {
+                // RFC 6265bis §5.7 step 16: a cookie from an insecure origin leaves a Secure one alone.
+                if !isSecureOrigin, state.cookies.contains(where: { $0.isSecure && Self.shadows(cookie, $0) }) {
+                    continue
+                }
                 let isExpired = cookie.expires.map { $0 <= now } ?? false
                 if let index = state.cookies.firstIndex(where: {
                     $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
@@ -118,6 +141,7 @@ public final class APICookieStore: Sendable, Hashable {
                     if !isExpired {
                         var replacement = cookie
                         replacement.created = created
+                        replacement.lastAccessed = now
                         state.cookies.append(replacement)
                     }
                 } else if isExpired {
@@ -147,14 +171,26 @@ public final class APICookieStore: Sendable, Hashable {
         persist([], version: version)
     }
 
+    /// Whether `new`, from an insecure origin, would set or shadow the Secure cookie `stored` (RFC
+    /// 6265bis §5.7 step 16): the same name, domains that domain-match either way, and the new path
+    /// path-matches the stored one.
+    private static func shadows(_ new: APICookie, _ stored: APICookie) -> Bool {
+        stored.name == new.name
+            && (CookieRules.domainMatches(host: stored.domain, domain: new.domain)
+                || CookieRules.domainMatches(host: new.domain, domain: stored.domain))
+            && CookieRules.pathMatches(requestPath: new.path, cookiePath: stored.path)
+    }
+
     /// The cookie a parsed `Set-Cookie` makes for `host`, or `nil` when the storage rules refuse it.
     private static func cookie(
         from parsed: CookieRules.Parsed, host: String, secureOrigin: Bool, defaultPath: String, now: Date
     ) -> APICookie? {
         // Prefixes (RFC 6265bis §4.1.3) and Secure from a secure origin only.
         if parsed.isSecure && !secureOrigin { return nil }
-        if parsed.name.hasPrefix("__Secure-") && !(parsed.isSecure && secureOrigin) { return nil }
-        if parsed.name.hasPrefix("__Host-")
+        // The prefixes are matched without regard to case (RFC 6265bis §5.7 steps 20–21).
+        let lowercasedName = parsed.name.lowercased()
+        if lowercasedName.hasPrefix("__secure-") && !(parsed.isSecure && secureOrigin) { return nil }
+        if lowercasedName.hasPrefix("__host-")
             && !(parsed.isSecure && secureOrigin && parsed.domain == nil && parsed.path == "/")
         {
             return nil
@@ -183,15 +219,16 @@ public final class APICookieStore: Sendable, Hashable {
         return APICookie(
             name: parsed.name, value: parsed.value, domain: domain, isHostOnly: hostOnly,
             path: parsed.path ?? defaultPath, isSecure: parsed.isSecure, isHTTPOnly: parsed.isHTTPOnly,
-            expires: expires, sameSite: parsed.sameSite, created: now)
+            expires: expires, sameSite: parsed.sameSite, created: now, lastAccessed: now)
     }
 
-    /// Keeps the limits: the oldest cookies of a crowded domain go first, then the oldest of all.
+    /// Keeps the limits (RFC 6265 §5.3): the least recently used cookies of a crowded domain go
+    /// first, then the least recently used of all.
     private func evict(_ cookies: inout [APICookie]) {
         var perDomain: [String: Int] = [:]
         for cookie in cookies { perDomain[cookie.domain, default: 0] += 1 }
         if perDomain.values.contains(where: { $0 > maxCookiesPerDomain }) {
-            cookies.sort { $0.created < $1.created }
+            cookies.sort { $0.lastUsed < $1.lastUsed }
             var kept: [String: Int] = [:]
             var keep = [Bool](repeating: true, count: cookies.count)
             for (index, cookie) in cookies.enumerated().reversed() {
@@ -201,7 +238,7 @@ public final class APICookieStore: Sendable, Hashable {
             cookies = cookies.enumerated().filter { keep[$0.offset] }.map(\.element)
         }
         if cookies.count > maxCookies {
-            cookies.sort { $0.created < $1.created }
+            cookies.sort { $0.lastUsed < $1.lastUsed }
             cookies.removeFirst(cookies.count - maxCookies)
         }
     }

@@ -186,27 +186,39 @@ enum CookieRules {
         return months.firstIndex(of: Array(prefix)).map { $0 + 1 }
     }
 
-    /// The values of a `Set-Cookie` header as one string (several fields joined with `", "`, as
-    /// URLSession and header dictionaries give them): split at each comma that starts a new
-    /// `name=value`, never at the comma of an `Expires` date.
-    static func splitCombined(_ header: String) -> [String] {
+    /// The `Set-Cookie` fields of a value joined by a transport that keeps headers in a dictionary
+    /// (URLSession joins repeated fields with `", "`). A join is told apart from a cookie's own text
+    /// only where it can be: a comma followed by one space, outside double quotes, followed by a
+    /// name and `=` before the next `;` or `,`. So `foo="bar, baz=qux"`, `foo=bar; b,az=qux` and an
+    /// `Expires` date each stay one cookie; an unquoted value with `", x="` in it is split, which
+    /// only a transport that keeps fields apart (``APIRawResponse/values(forHeader:)``) avoids.
+    static func splitJoined(_ header: String) -> [String] {
+        let bytes = Array(header.utf8)
         var values: [String] = []
-        var current = ""
-        let parts = header.split(separator: ",", omittingEmptySubsequences: false)
-        for (index, part) in parts.enumerated() {
-            if index > 0 {
-                // A new cookie when what follows, up to the next `;` or `,`, holds an `=`.
-                let head = part.prefix { $0 != ";" && $0 != "," }
-                if head.contains("=") {
-                    values.append(current)
-                    current = String(part)
+        var start = 0
+        var quoted = false
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                quoted.toggle()
+            } else if byte == UInt8(ascii: ";") {
+                quoted = false  // a quote never spans attributes
+            } else if !quoted, byte == UInt8(ascii: ","), index + 1 < bytes.count, bytes[index + 1] == 0x20 {
+                let rest = bytes[(index + 2)...]
+                let head = rest.prefix { $0 != UInt8(ascii: ";") && $0 != UInt8(ascii: ",") }
+                if let equals = head.firstIndex(of: UInt8(ascii: "=")), equals > rest.startIndex,
+                    !head[..<equals].contains(0x20)
+                {
+                    values.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                    start = index + 2
+                    index += 2
                     continue
                 }
-                current += ","
             }
-            current += part
+            index += 1
         }
-        values.append(current)
+        values.append(String(decoding: bytes[start...], as: UTF8.self))
         return values.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 

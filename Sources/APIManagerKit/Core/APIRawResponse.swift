@@ -64,6 +64,30 @@ public struct APIRawResponse: Sendable, Hashable, Codable {
         }
     }
 
+    /// Every field named `name` (without regard to case), in the order received, each one value as
+    /// the server sent it: two `Set-Cookie` fields are two values. A response whose headers are a
+    /// dictionary (``init(statusCode:headers:body:url:)``, and `URLSessionTransport`'s: URLSession
+    /// joins repeated fields with `", "` before anyone can read them) has one joined value.
+    public func values(forHeader name: String) -> [String] {
+        switch headerStorage {
+        case .source(let lazy):
+            if let fields = lazy.source.separateValues(forHeader: name) { return fields }
+            return lazy.source.value(forHeader: name).map { [$0] } ?? []
+        case .fields:
+            return value(forHeader: name).map { [$0] } ?? []
+        }
+    }
+
+    /// The `Set-Cookie` fields, one cookie each (RFC 6265 §3): as received from a transport that
+    /// keeps fields apart; from one that joins them (URLSession), split where a join can be told
+    /// apart from a cookie's own text (see ``CookieRules/splitJoined(_:)``).
+    var setCookieFields: [String] {
+        if case .source(let lazy) = headerStorage, let fields = lazy.source.separateValues(forHeader: "Set-Cookie") {
+            return fields
+        }
+        return value(forHeader: "Set-Cookie").map(CookieRules.splitJoined) ?? []
+    }
+
     // MARK: Equatable, Hashable, Codable: as if the headers were a stored dictionary
 
     public static func == (lhs: APIRawResponse, rhs: APIRawResponse) -> Bool {
@@ -109,6 +133,12 @@ protocol APIHeaderSource: Sendable {
     func allFields() -> [String: String]
     /// One header, its name matched without regard to case.
     func value(forHeader name: String) -> String?
+    /// Every field of that name apart, in order; `nil` when the source joined them already.
+    func separateValues(forHeader name: String) -> [String]?
+}
+
+extension APIHeaderSource {
+    func separateValues(forHeader name: String) -> [String]? { nil }
 }
 
 /// Headers as a list of fields in the order received.
@@ -134,6 +164,10 @@ struct HeaderFieldList: APIHeaderSource {
             found = found.map { $0 + ", " + field.value } ?? field.value
         }
         return found
+    }
+
+    func separateValues(forHeader name: String) -> [String]? {
+        fields.filter { Self.namesMatch($0.name, name) }.map(\.value)
     }
 
     /// ASCII case-insensitive equality, without allocating lowercased copies (header names are

@@ -168,10 +168,9 @@ extension APITransportOptions {
         var next = redirectRequest(redirected, from: originalURL)
         guard let cookies else { return next }
         let now = cookieDate ?? Date()
-        if let redirectResponse, let setCookie = redirectResponse.value(forHeader: "Set-Cookie"),
-            let from = redirectResponse.url ?? originalURL
-        {
-            cookies.store(setCookie: [setCookie], from: from, at: now)
+        if let redirectResponse, let from = redirectResponse.url ?? originalURL {
+            let fields = redirectResponse.setCookieFields
+            if !fields.isEmpty { cookies.store(setCookie: fields, from: from, at: now) }
         }
         if let url = next.url {
             next.setValue(cookies.cookieHeader(for: url, at: now), forHTTPHeaderField: "Cookie")

@@ -25,8 +25,9 @@ enum TransportStage {
                 result = .success(raw)
             }
             persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
-            if let cookies, let setCookie = raw.value(forHeader: "Set-Cookie"), let url = raw.url {
-                cookies.store(setCookie: [setCookie], from: url, at: now())
+            if let cookies, let url = raw.url {
+                let fields = raw.setCookieFields
+                if !fields.isEmpty { cookies.store(setCookie: fields, from: url, at: now()) }
             }
         }
         return result
