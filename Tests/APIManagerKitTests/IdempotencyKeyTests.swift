@@ -73,4 +73,86 @@ struct IdempotencyKeyTests {
         let keys = auth.harness.records("/me").map { $0.request.value(forHTTPHeaderField: "Idempotency-Key") }
         #expect(keys.count == 2 && keys[0] != nil && keys[0] == keys[1] && keys[0] == task.idempotencyKey)
     }
+
+    /// The corrections issue, item 17: refused with the typed error every other header gets, not
+    /// dropped (URLRequest on Linux drops a value with CR or LF).
+    @Test(arguments: ["a\r\nX-Evil: 1", "a\nb", "a\rb", "a\u{0}b"])
+    func aGeneratedKeyThatCouldSplitTheHeaderIsRefusedBeforeSending(value: String) {
+        let h = Harness()
+        h.transport.stub(nil, "/order", .json("{}"))
+        let task = h.send(order(key: APIIdempotencyKey { value }))
+        #expect(task.state.name == "invalidRequest")
+        #expect(h.records("/order").isEmpty, "nothing sent without its key")
+    }
+
+    /// Item 18: the key the task reports is the one on the wire.
+    @Test func theTaskReportsTheKeyOnTheWireWhenTheRequestSetsItsOwn() {
+        let h = Harness()
+        h.transport.stub(nil, "/order", .json("{}"), .json("{}"))
+        var explicit = order()
+        explicit.headers = ["idempotency-key": "mine"]
+        let task = h.send(explicit)
+        #expect(task.idempotencyKey == "mine")
+        #expect(h.records("/order").last?.request.value(forHTTPHeaderField: "Idempotency-Key") == "mine")
+    }
+
+    struct ConfiguredOrder: APIRequest {
+        var url = testBaseURL
+        var path = "/order"
+        var method: HTTPMethod { .post }
+        var idempotencyKey: APIIdempotencyKey? { .standard }
+        func configure(_ urlRequest: inout URLRequest) throws {
+            urlRequest.setValue("from-configure", forHTTPHeaderField: "Idempotency-Key")
+        }
+    }
+
+    final class Orders: APIManager {
+        typealias Request = ConfiguredOrder
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    @Test func theTaskReportsTheKeyAConfigureHookSet() {
+        let transport = MockTransport()
+        transport.stub(nil, "/order", .json("{}"))
+        let orders = Orders(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let task = orders.send(ConfiguredOrder())
+        #expect(transport.records.last?.request.value(forHTTPHeaderField: "Idempotency-Key") == "from-configure")
+        #expect(task.idempotencyKey == "from-configure")
+    }
+
+    /// Item 19: draft-ietf-httpapi-idempotency-key-header writes the field as an sf-string.
+    @Test(arguments: [
+        ("8e03978e-40d5-43e8-bc93-6894a57f9324", #""8e03978e-40d5-43e8-bc93-6894a57f9324""#),
+        (#"a"b\c"#, #""a\"b\\c""#), ("", #""""#),
+    ])
+    func theDraftFormatIsAQuotedStructuredFieldString(generated: String, onTheWire: String) {
+        let h = Harness()
+        h.transport.stub(nil, "/order", .json("{}"))
+        let task = h.send(order(key: APIIdempotencyKey(format: .structuredFieldString) { generated }))
+        #expect(h.records("/order").last?.request.value(forHTTPHeaderField: "Idempotency-Key") == onTheWire)
+        #expect(task.idempotencyKey == onTheWire)
+    }
+
+    @Test func theDraftKeyIsAQuotedUUIDAndTheStandardOneIsBare() {
+        let h = Harness()
+        h.transport.stub(nil, "/order", .json("{}"), .json("{}"))
+        h.send(order(key: .draft))
+        h.send(order(key: .standard))
+        let keys = h.records("/order").compactMap { $0.request.value(forHTTPHeaderField: "Idempotency-Key") }
+        #expect(keys.count == 2)
+        #expect(
+            keys[0].hasPrefix("\"") && keys[0].hasSuffix("\"")
+                && UUID(uuidString: String(keys[0].dropFirst().dropLast())) != nil)
+        #expect(UUID(uuidString: keys[1]) != nil)
+    }
+
+    @Test func aKeyThatCannotBeAStructuredFieldStringIsRefused() {
+        let h = Harness()
+        h.transport.stub(nil, "/order", .json("{}"))
+        let task = h.send(order(key: APIIdempotencyKey(format: .structuredFieldString) { "clé" }))
+        #expect(task.state.name == "invalidRequest")
+        #expect(h.records("/order").isEmpty)
+    }
 }

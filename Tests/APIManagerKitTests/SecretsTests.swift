@@ -1,7 +1,8 @@
-import APIManagerKit
 import APIManagerKitTesting
 import Foundation
 import Testing
+
+@testable import APIManagerKit
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -56,6 +57,40 @@ struct SecretsTests {
         ).cURLDescription()
         #expect(curl.contains("--data-raw 'username=ada&password=***&user%5Bapi_key%5D=***&remember=1'"))
         #expect(!curl.contains("hunter2") && !curl.contains("k3y"))
+    }
+
+    /// The corrections issue, item 16: a multipart field is a field like a form's or a JSON key.
+    @Test func multipartFieldsAreRedactedWhateverTheBodyIsShownAs() throws {
+        var form = try APIMultipartFormData(boundary: "b0und")
+        try form.append("ada", name: "username")
+        try form.append("hunter2", name: "password")
+        try form.append(APIFile(data: Data("k3y-in-a-file".utf8), fileName: "key.txt"), name: "api_key")
+        let text = request("https://api.test/login", contentType: form.contentType, body: "")
+        var built = text
+        built.httpBody = try form.encoded()
+        let curl = built.cURLDescription()
+        #expect(!curl.contains("hunter2") && !curl.contains("k3y-in-a-file"), "\(curl)")
+        #expect(curl.contains("name=\"password\"\r\n\r\n***\r\n--b0und"))
+        #expect(curl.contains("ada"), "a field that is not secret is shown")
+        #expect(built.cURLDescription(revealingSecrets: true).contains("hunter2"))
+        // A binary part makes the body bytes (printf with octal escapes): the secret is masked there too.
+        var binary = try APIMultipartFormData(boundary: "b0und")
+        try binary.append("hunter2", name: "password")
+        try binary.append(APIFile(data: Data([0, 1, 2, 255]), fileName: "a.bin"), name: "blob")
+        built.httpBody = try binary.encoded()
+        let bytes = built.cURLDescription()
+        #expect(bytes.hasPrefix("printf "))
+        let octal = Data("hunter2".utf8).map { String(format: "\\%03o", $0) }.joined()
+        #expect(!bytes.contains(octal), "the secret is not in the octal bytes either")
+    }
+
+    @Test(
+        arguments: [
+            ("multipart/form-data; boundary=abc", "abc"), (#"multipart/form-data; boundary="a b:c""#, "a b:c"),
+            ("multipart/form-data; charset=utf-8; BOUNDARY=x", "x"), ("multipart/form-data", nil),
+        ] as [(String, String?)])
+    func theBoundaryIsReadQuotedOrNot(contentType: String, boundary: String?) {
+        #expect(APISecrets.multipartBoundary(contentType) == boundary)
     }
 
     @Test func jsonBodyKeysAreRedactedAtAnyDepth() {

@@ -120,7 +120,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let maxResponseBodySize: Int?
     /// The idempotency header every attempt carries (see ``APIRequest/idempotencyKey``), made when
     /// the task was sent; `nil` for none.
-    let idempotencyHeader: (name: String, value: String)?
+    let idempotencyHeader: IdempotencyHeader?
+    /// The value of the idempotency header on the wire, when the request set the header itself
+    /// (in `urlRequest(for:)` or `configure(_:)`): read from its first built request. Only a task
+    /// with an idempotency key has one.
+    private let ownIdempotencyKey: LockedState<String?>?
     /// The origins this task's credentials may go to (a page reached through a link); `nil` for
     /// any. Sent elsewhere, the request goes without them, as after a redirect.
     let credentialOrigins: [Origin]?
@@ -137,13 +141,20 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
-    public var idempotencyKey: String? { idempotencyHeader?.value }
+    public var idempotencyKey: String? {
+        ownIdempotencyKey?.withLock { $0 } ?? idempotencyHeader?.value
+    }
+
+    /// The request set the idempotency header itself: that value is the one on the wire.
+    func recordOwnIdempotencyKey(_ value: String) {
+        ownIdempotencyKey?.withLock { $0 = value }
+    }
     init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
         lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
         sharing: APIRequestSharing = .never, group: APIConcurrencyGroup? = nil, deadline: TimeInterval?,
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
-        idempotencyHeader: (name: String, value: String)? = nil, credentialOrigins: [Origin]? = nil,
+        idempotencyHeader: IdempotencyHeader? = nil, credentialOrigins: [Origin]? = nil,
         reportsProgress: Bool = false, download: APIDownload? = nil, bodyStream: StreamBuffer? = nil,
         addedHeaders: [String: String]? = nil, lock: Lock? = nil
     ) {
@@ -154,6 +165,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.progressStreams = reportsProgress ? ProgressStreams() : nil
         self.credentialOrigins = credentialOrigins
         self.idempotencyHeader = idempotencyHeader
+        self.ownIdempotencyKey = idempotencyHeader == nil ? nil : LockedState(nil)
         self.maxResponseBodySize = maxResponseBodySize
         self.sensitiveHeaders = sensitiveHeaders
         self.cacheSettings = cacheSettings
@@ -303,7 +315,15 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 storesAuthenticated: request.cachesAuthenticatedResponses),
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
             maxResponseBodySize: request.maxResponseBodySize, engine: engine,
-            idempotencyHeader: request.idempotencyKey.map { ($0.headerName, $0.generate()) },
+            idempotencyHeader: request.idempotencyKey.map { key in
+                // A request that sets the header itself sends its own value: the task reports it.
+                if let own = request.headers.first(where: {
+                    $0.key.caseInsensitiveCompare(key.headerName) == .orderedSame
+                })?.value {
+                    return IdempotencyHeader(name: key.headerName, value: own)
+                }
+                return key.makeHeader()
+            },
             credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
             download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream, addedHeaders: addedHeaders)
     }

@@ -9,7 +9,8 @@ import FoundationNetworking
 /// (or a `next` link) to another origin drops, and which requests count as authenticated for the
 /// response cache.
 ///
-/// A name (of a header, a query item, or a key of a form or JSON body, at any depth) is secret when:
+/// A name (of a header, a query item, or a key of a form, multipart or JSON body, at any depth) is
+/// secret when:
 /// - it is `Authorization`, `Proxy-Authorization`, `Cookie` or `Set-Cookie`;
 /// - written without case, `-`, `_` and `.`, it contains `token`, `secret`, `password`, `passwd`,
 ///   `apikey`, `auth`, `session`, `signature`, `credential` or `privatekey` (`X-Auth-Token`,
@@ -152,6 +153,77 @@ public enum APISecrets {
             return array.map { redact($0, additionalNames, &changed) }
         }
         return value
+    }
+
+    /// A `multipart/form-data` body with the content of every part whose field name is secret
+    /// replaced by ``mask`` (files included: a part named `password` is a secret whatever it holds);
+    /// `nil` when the body is not multipart or has no such part.
+    static func redactedMultipart(_ body: Data, contentType: String?, additionalNames: Set<String>) -> Data? {
+        guard let contentType, contentType.lowercased().contains("multipart/"),
+            let boundary = multipartBoundary(contentType)
+        else { return nil }
+        let delimiter = Data(("--" + boundary).utf8)
+        let headerEnd = Data("\r\n\r\n".utf8)
+        var output = Data()
+        var changed = false
+        var cursor = body.startIndex
+        guard let first = body.range(of: delimiter, in: cursor..<body.endIndex) else { return nil }
+        output.append(body[cursor..<first.upperBound])
+        cursor = first.upperBound
+        while cursor < body.endIndex,
+            let next = body.range(of: Data("\r\n".utf8) + delimiter, in: cursor..<body.endIndex)
+        {
+            let part = body[cursor..<next.lowerBound]
+            if let end = part.range(of: headerEnd),
+                let name = formFieldName(String(decoding: part[part.startIndex..<end.lowerBound], as: UTF8.self)),
+                isSecret(name, additionalNames: additionalNames)
+            {
+                output.append(part[part.startIndex..<end.upperBound])
+                output.append(Data(mask.utf8))
+                changed = true
+            } else {
+                output.append(part)
+            }
+            output.append(body[next])
+            cursor = next.upperBound
+        }
+        output.append(body[cursor..<body.endIndex])
+        return changed ? output : nil
+    }
+
+    /// The `boundary` parameter of a `Content-Type`, quoted or not (RFC 2046 §5.1.1).
+    static func multipartBoundary(_ contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary" else {
+                continue
+            }
+            var value = pair[1].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast()).replacingOccurrences(of: "\\", with: "")
+            }
+            return value.isEmpty ? nil : value
+        }
+        return nil
+    }
+
+    /// The `name` of a part's `Content-Disposition: form-data`, from the part's header lines.
+    private static func formFieldName(_ headers: String) -> String? {
+        for line in headers.split(whereSeparator: \.isNewline) {
+            guard line.lowercased().hasPrefix("content-disposition:") else { continue }
+            for parameter in line.split(separator: ";").dropFirst() {
+                let pair = parameter.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "name" else {
+                    continue
+                }
+                var value = pair[1].trimmingCharacters(in: .whitespaces)
+                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                    value = String(value.dropFirst().dropLast())
+                }
+                return value.removingPercentEncoding ?? value
+            }
+        }
+        return nil
     }
 
     /// A body as text for a log, secrets replaced: form and JSON bodies are read by their

@@ -8,7 +8,7 @@ extension URLRequest {
     /// The request as a `curl` command line that can be pasted into a POSIX shell as one command.
     ///
     /// Secrets are replaced with `***` unless `revealingSecrets` is `true`, by the rule of
-    /// ``APISecrets``: header values, query values and form or JSON body fields whose names are
+    /// ``APISecrets``: header values, query values and form, multipart or JSON body fields whose names are
     /// secret (`Authorization`, `X-API-Key`, `access_token`, `password`…, and the names in
     /// `secretNames`), and the URL's user and password. The method is written whenever curl's own
     /// would differ (`-X GET` for a GET with a body, `--head` for HEAD). A body that is not text
@@ -34,7 +34,15 @@ extension URLRequest {
             parts.append("-H " + CURLCommand.quote("\(name): \(shown)"))
         }
         var prefix = ""
-        if let body {
+        // A multipart form's secret fields are masked before the body is shown as text or bytes.
+        let shownBody =
+            revealingSecrets
+            ? body
+            : body.map {
+                APISecrets.redactedMultipart(
+                    $0, contentType: value(forHTTPHeaderField: "Content-Type"), additionalNames: secretNames) ?? $0
+            }
+        if let body = shownBody {
             if let text = CURLCommand.printableText(body) {
                 let shown =
                     revealingSecrets

@@ -21,11 +21,22 @@ enum BuildRequestStage {
     ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try defersForms ? makeDeferringForms(task) : task.makeURLRequest()
-            if let idempotency = task.idempotencyHeader, request.value(forHTTPHeaderField: idempotency.name) == nil {
-                request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
+            if let idempotency = task.idempotencyHeader {
+                if let own = request.value(forHTTPHeaderField: idempotency.name) {
+                    task.recordOwnIdempotencyKey(own)
+                } else {
+                    // Checked before it is set: URLRequest on Linux drops a value with CR or LF
+                    // silently, and the request would go without its key.
+                    if let refusal = idempotency.refusal { throw .invalidRequest(reason: refusal) }
+                    try HTTPFieldValidation.validate(name: idempotency.name, value: idempotency.value)
+                    request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
+                }
             }
             if let added = task.addedHeaders {
-                for (name, value) in added { request.setValue(value, forHTTPHeaderField: name) }
+                for (name, value) in added {
+                    try HTTPFieldValidation.validate(name: name, value: value)
+                    request.setValue(value, forHTTPHeaderField: name)
+                }
             }
             var sensitiveHeaders = task.sensitiveHeaders
             if let persistedHeaders {
