@@ -89,6 +89,20 @@ struct UploadIntegrationTests {
         #expect(video.sha256 == digest)
     }
 
+    /// The corrections issue, item 22: a boundary with characters RFC 2046 allows but a token does
+    /// not goes quoted, and werkzeug reads the form with it.
+    @Test(arguments: ["a b:c=d/e?f(g)h,i", "simple-boundary_1.x", "'quote+plus'"])
+    func aFormWithABoundaryThatNeedsQuotingIsParsedByWerkzeug(boundary: String) async throws {
+        var form = try APIMultipartFormData(boundary: boundary)
+        try form.append("42", name: "page")
+        try form.append(APIFile(data: Data("hello".utf8), fileName: "hello.txt"), name: "note")
+        var request = HTTPRequest("fixture/multipart-digest", method: .post)
+        request.body = .multipart(form)
+        let parsed = try await Client<ParsedForm>().response(for: request)
+        #expect(parsed.form["page"] == "42")
+        #expect(parsed.files["note"]?.bytes == 5)
+    }
+
     @Test func aFileOf256MiBIsUploadedAsTheBody() async throws {
         let size = 256 << 20
         let (file, digest, directory) = try Self.generatedFile(size: size)

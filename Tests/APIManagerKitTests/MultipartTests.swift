@@ -78,6 +78,29 @@ struct MultipartTests {
         #expect(parts[0].disposition == "form-data; name=\"naïve\"; filename=\"caf%C3%A9 %E6%97%A5%E6%9C%AC.txt\"")
     }
 
+    /// The corrections issue, item 23: once a name is percent-encoded, `%` is too.
+    @Test(arguments: [
+        ("é%41.txt", "%C3%A9%2541.txt"), ("100%.txt", "100%.txt"), ("naïve 50%", "na%C3%AFve 50%25"),
+        ("plain.txt", "plain.txt"),
+    ])
+    func aPercentSignInAnEncodedFileNameIsEncodedToo(name: String, encoded: String) {
+        #expect(APIMultipartFormData.encodedFileName(name) == encoded)
+        if name.utf8.contains(where: { $0 >= 0x80 }) {
+            #expect(encoded.removingPercentEncoding == name, "decodes back to the name")
+        }
+    }
+
+    /// Item 22: RFC 9110 §5.6.6, a parameter value that is not a token is a quoted string.
+    @Test(arguments: [
+        ("XyZ", "XyZ"), ("a b", #""a b""#), ("a:b", #""a:b""#), ("a=b", #""a=b""#), ("a/b", #""a/b""#),
+        ("a?b", #""a?b""#), ("(ab)", #""(ab)""#), ("a,b", #""a,b""#), ("a'b+c_d-e.f", "a'b+c_d-e.f"),
+    ])
+    func aBoundaryThatIsNotATokenIsQuotedInTheContentType(boundary: String, parameter: String) throws {
+        let form = try APIMultipartFormData(boundary: boundary)
+        #expect(form.contentType == "multipart/form-data; boundary=\(parameter)")
+        #expect(APISecrets.multipartBoundary(form.contentType) == boundary, "read back as the same boundary")
+    }
+
     @Test func mimeTypesComeFromTheExtensionThenTheFirstBytes() throws {
         let png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0])
         #expect(try APIFile(data: png).resolvedMIMEType() == "image/png", "sniffed")

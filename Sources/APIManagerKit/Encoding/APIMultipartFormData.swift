@@ -14,7 +14,8 @@ import Foundation
 ///
 /// Names and file names with CR, LF, a double quote or another control character are refused
 /// (``APIError/invalidRequest(reason:underlying:)``): they could forge part headers. A file name
-/// outside ASCII is percent-encoded as UTF-8 (RFC 7578, section 4.2). The boundary is random unless
+/// outside ASCII is percent-encoded as UTF-8 (RFC 7578, section 4.2), `%` included. The boundary,
+/// quoted in ``contentType`` when it is not a token, is random unless
 /// given, and checked against every byte of the content as it is written: a random boundary found in
 /// the content is replaced by a new one and the body written again; a given one fails the request.
 public struct APIMultipartFormData: Sendable, Hashable {
@@ -59,8 +60,27 @@ public struct APIMultipartFormData: Sendable, Hashable {
         }
     }
 
-    /// The `Content-Type` header of the body, with its boundary.
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    /// The `Content-Type` header of the body, with its boundary: as a quoted string when the
+    /// boundary has a character RFC 2046 allows but a token does not (space, `(`, `)`, `,`, `/`,
+    /// `:`, `=`, `?`: RFC 9110 §5.6.6), else as it is.
+    public var contentType: String { "multipart/form-data; boundary=\(Self.parameterValue(boundary))" }
+
+    /// A parameter value as RFC 9110 §5.6.6 writes it: a token as it is, anything else quoted (a
+    /// boundary has no `"` or `\` to escape).
+    static func parameterValue(_ value: String) -> String {
+        let isToken =
+            !value.isEmpty
+            && value.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    return true
+                default:
+                    return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+            }
+        return isToken ? value : "\"" + value + "\""
+    }
 
     /// Appends a text field.
     public mutating func append(_ value: String, name: String) throws(APIError) {
@@ -210,11 +230,16 @@ public struct APIMultipartFormData: Sendable, Hashable {
 
     // MARK: Rules
 
-    /// A file name as RFC 7578 section 4.2 allows: bytes outside ASCII percent-encoded as UTF-8.
+    /// A file name as RFC 7578 section 4.2 allows: bytes outside ASCII percent-encoded as UTF-8, and
+    /// then `%` too (`é%41.txt` goes as `%C3%A9%2541.txt`, which decodes back to itself); a name
+    /// all in ASCII goes as it is.
     static func encodedFileName(_ name: String) -> String {
+        guard name.utf8.contains(where: { $0 >= 0x80 }) else { return name }
         var encoded = ""
         for byte in name.utf8 {
-            if byte < 0x80 {
+            if byte == UInt8(ascii: "%") {
+                encoded += "%25"
+            } else if byte < 0x80 {
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             } else {
                 encoded += String(format: "%%%02X", byte)
