@@ -28,6 +28,8 @@ done
 python3 Scripts/doc-coverage.py "$graphs" APIManagerKit APIManagerKitTesting
 # Links, articles, README sections and type references in Markdown and doc comments must resolve.
 python3 Scripts/check-links.py "$graphs" APIManagerKit APIManagerKitTesting
+# What can be counted: the Playground's stories, APIError's cases, the delegate's hooks.
+python3 Scripts/check-doc-counts.py
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 for module in APIManagerKit APIManagerKitTesting; do
     module_graphs=".build/symbol-graphs-$module"

@@ -1,0 +1,77 @@
+"""Fails when the docs count or list what the code has differently (run by Scripts/docs.sh).
+
+Checked:
+- the Playground's stories (the `name:` of every `Story(`): every "<number> stories" in README.md
+  and Getting Started says how many there are, in words, and both lists name every story;
+- `APIError`'s cases: each has a row in Talking HTTP's error table (`| case | context |`);
+- `APIManagerDelegate`'s requirements: each has its manager hook in Getting Started's hook table
+  (`taskIsWaiting(_:)`, `task(_:didReport:)`…).
+
+Usage: check-doc-counts.py
+"""
+import glob
+import os
+import re
+import sys
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.chdir(root)
+errors = []
+words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+         "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+         "twenty-one", "twenty-two", "twenty-three", "twenty-four", "twenty-five"]
+
+# The stories, as the Playground declares them.
+stories = []
+for path in sorted(glob.glob("Playground/*.swift")):
+    text = open(path).read()
+    stories += re.findall(r'Story\(\s*name:\s*"([a-z-]+)"', text)
+if not stories:
+    errors.append("Playground: no `Story(name: ...)` found")
+getting_started = "Sources/APIManagerKit/APIManagerKit.docc/GettingStarted.md"
+for path in ["README.md", getting_started]:
+    text = open(path).read()
+    for count in re.findall(r"\b([a-z-]+|\d+) stories\b", text):
+        expected = words[len(stories)] if len(stories) < len(words) else str(len(stories))
+        if count in words or count.isdigit():
+            if count != expected and count != str(len(stories)):
+                errors.append(f"{path}: says '{count} stories'; the Playground has {len(stories)}")
+    # The list: the section that names the stories.
+    for story in stories:
+        if f"`{story}`" not in text:
+            errors.append(f"{path}: the story `{story}` is not listed")
+
+# APIError's cases against the error table.
+source = open("Sources/APIManagerKit/Core/APIError.swift").read()
+body = source[source.index("public enum APIError"):]
+body = body[:body.index("public enum CancellationReason")]
+cases = re.findall(r"^    case (\w+)", body, re.MULTILINE)
+talking = open("Sources/APIManagerKit/APIManagerKit.docc/TalkingHTTP.md").read()
+table = talking[talking.index("| case | context |"):]
+table = "\n".join(line for line in table.splitlines() if line.startswith("|"))
+for case in cases:
+    if not re.search(r"^\| `" + case + r"[`(]", table, re.MULTILINE):
+        errors.append(f"TalkingHTTP.md: the error table has no row for APIError.{case}")
+
+# The delegate's requirements against the hook table.
+delegate = open("Sources/APIManagerKit/Core/APIManagerDelegate.swift").read()
+protocol = delegate[delegate.index("public protocol APIManagerDelegate"):]
+protocol = protocol[:protocol.index("\n}")]
+hooks = []
+for signature in re.findall(r"func apiManager\(([^)]*)\)", protocol):
+    labels = [part.strip().split(" ")[0].split(":")[0] for part in signature.split(",")]
+    if labels[1] == "task":
+        hooks.append("task(_:" + "".join(label + ":" for label in labels[2:]) + ")")
+    else:
+        hooks.append(labels[1] + "(_:)")
+guide = open(getting_started).read()
+hook_table = guide[guide.index("| hook | default |"):]
+hook_table = "\n".join(line for line in hook_table.splitlines() if line.startswith("|"))
+for hook in hooks:
+    if f"`{hook}`" not in hook_table:
+        errors.append(f"GettingStarted.md: the hook table lacks `{hook}` (APIManagerDelegate has it)")
+
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+print(f"docs: {len(stories)} stories, {len(cases)} error cases and {len(hooks)} delegate hooks documented")
