@@ -167,6 +167,9 @@ struct DebounceAndThrottleTests {
         var path = "/search"
         var query: String
         var concurrencyPolicy: APIConcurrencyPolicy = .debounce
+        var concurrencyScope: String?
+        var lineLimit: APILineLimit?
+        var throttleInterval: TimeInterval = 1
         var parameters: APIParameters { .query(["q": .string(query)]) }
     }
 
@@ -212,5 +215,65 @@ struct DebounceAndThrottleTests {
         clock.advance(by: 0.5)
         #expect(transport.records.count == 2, "its turn came one interval after the first start")
         #expect(second.state.name == "finished")
+    }
+
+    // MARK: The line limit's maxWait bounds a quiet wait (the corrections issue, item 20)
+
+    private func pacedManager() -> (TestClock, MockTransport, SearchManager) {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/search", .json(#"{"value":"found"}"#))
+        let manager = SearchManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        return (clock, transport, manager)
+    }
+
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aThrottledTaskWaitingPastItsMaxWaitEndsAndGivesItsTurnBack(scope: String?) {
+        let (clock, transport, manager) = pacedManager()
+        var refresh = SearchRequest(query: "feed", concurrencyPolicy: .throttle, concurrencyScope: scope)
+        refresh.throttleInterval = 10
+        let first = manager.send(refresh)
+        clock.advance(by: 1)
+        var impatient = refresh
+        impatient.lineLimit = APILineLimit(maxWait: 3)
+        let second = manager.send(impatient)
+        #expect(second.state.name == "waiting", "its turn is at 10 s")
+        clock.advance(by: 3)
+        #expect(second.state.name == "waitedTooLong(3.0)", "at 4 s, past its maxWait of 3 s")
+        #expect(transport.records.count == 1, "nothing sent for it")
+        let third = manager.send(refresh)
+        clock.advance(by: 5.9)
+        #expect(third.state.name == "waiting")
+        clock.advance(by: 0.1)
+        #expect(transport.records.count == 2, "the third took the turn the second gave back, at 10 s")
+        #expect(transport.records.last?.sentAt == 10)
+        #expect(first.state.name == "finished" && third.state.name == "finished")
+    }
+
+    @Test func aThrottledTaskWhoseTurnComesBeforeItsMaxWaitStartsAtItsTurn() {
+        let (clock, transport, manager) = pacedManager()
+        var refresh = SearchRequest(query: "feed", concurrencyPolicy: .throttle)
+        refresh.throttleInterval = 2
+        refresh.lineLimit = APILineLimit(maxLength: 0, maxWait: 5)
+        manager.send(refresh)
+        let second = manager.send(refresh)
+        #expect(second.state.name == "waiting", "maxLength counts the line only; a quiet wait is outside it")
+        clock.advance(by: 2)
+        #expect(second.state.name == "finished")
+        #expect(transport.records.map(\.sentAt) == [0, 2])
+    }
+
+    @Test(arguments: [nil, "search"] as [String?])
+    func aDebouncedTaskWhoseQuietWaitIsLongerThanItsMaxWaitEndsUnsent(scope: String?) {
+        let (clock, transport, manager) = pacedManager()
+        var query = SearchRequest(query: "swift", concurrencyScope: scope)
+        query.lineLimit = APILineLimit(maxWait: 0.1)
+        let task = manager.send(query)
+        clock.advance(by: 0.1)
+        #expect(task.state.name == "waitedTooLong(0.1)")
+        clock.advance(by: 1)
+        #expect(transport.records.isEmpty)
+        #expect(clock.pendingTimerCount == 0)
     }
 }

@@ -12,8 +12,10 @@ public struct APILineLimit: Sendable, Hashable {
     /// counts as `0` (the task never waits). `nil` (no limit) unless given.
     public var maxLength: Int?
     /// The longest the task may wait in the line, in seconds of the engine's clock; past it the task
-    /// leaves the line and ends with ``APIError/waitedTooLong(maxWait:)``. A negative value counts as
-    /// `0`; a value that is not a finite number means no limit. `nil` (no limit) unless given.
+    /// leaves the line and ends with ``APIError/waitedTooLong(maxWait:)``. A ``APIConcurrencyPolicy/debounce``
+    /// or ``APIConcurrencyPolicy/throttle`` task's wait for its turn (outside the line) counts too. A
+    /// negative value counts as `0`; a value that is not a finite number means no limit. `nil` (no
+    /// limit) unless given.
     public var maxWait: TimeInterval?
 
     /// - Parameters:

@@ -302,7 +302,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         let paced = policy == .debounce || policy == .throttle
         super.init(
             identifier: 0, policy: policy, scope: request.concurrencyScope,
-            priority: request.priority, lineLimit: mayWaitInLine ? request.lineLimit : nil,
+            priority: request.priority, lineLimit: mayWaitInLine || paced ? request.lineLimit : nil,
             concurrencyLimit: policy == .limited ? request.concurrencyLimit : 4,
             pacing: paced
                 ? Pacing(

@@ -338,6 +338,11 @@ struct SchedulingMachine {
             let scope = task.record.scope
         else { return }
         task.record.lifecycle = .waiting(timer: nil)  // it fired
+        if let maxWait = task.record.quietLimit {
+            // Its wait limit came before its turn: it ends, and gives the turn back (see `end`).
+            end(task, with: .failure(.waitedTooLong(maxWait: maxWait)), into: &actions)
+            return
+        }
         task.record.throttleTurn = nil
         scope.quiet.remove(task)
         startDirectly(task, in: scope, waitedAlready: true, into: &actions)
@@ -414,7 +419,13 @@ struct SchedulingMachine {
     ) {
         scope.quiet.append(task, as: .quiet)
         emit(.waiting, for: task, into: &actions)
-        actions.append(.scheduleQuietEnd(task, after: interval))
+        // A wait longer than the task's line limit allows ends at the limit (APILineLimit.maxWait).
+        if let maxWait = task.lineLimit?.effectiveMaxWait, maxWait < interval {
+            task.record.quietLimit = maxWait
+            actions.append(.scheduleQuietEnd(task, after: maxWait))
+        } else {
+            actions.append(.scheduleQuietEnd(task, after: interval))
+        }
     }
 
     /// Lists the task as started in its scope and admits it; `waitedAlready` when its `waiting` event
@@ -628,6 +639,9 @@ struct SchedulingRecord {
     /// When a throttled task that waits for its turn may start, on the engine's clock (see
     /// ``APIConcurrencyPolicy/throttle``); `nil` for every other task.
     fileprivate(set) var throttleTurn: Double?
+    /// The ``APILineLimit/maxWait`` that ends a debounced or throttled task's quiet wait before its
+    /// turn; `nil` when the turn comes first.
+    fileprivate(set) var quietLimit: Double?
     // Intrusive list links: a task is in at most one list of its scope at a time.
     fileprivate(set) var previous: AnyAPITask?
     fileprivate(set) var next: AnyAPITask?
