@@ -248,4 +248,54 @@ struct CircuitBreakerTests {
         for _ in 0..<20 { manager.send(TestRequest("/items")) }
         #expect(transport.records.count == 20)
     }
+
+    // MARK: A shared attempt counts once (the corrections issue, item 21)
+
+    @Test(arguments: [nil, "items"] as [String?])
+    func oneSharedFailureCountsOnceHoweverManySendersShareIt(scope: String?) {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/items", MockTransport.Reply.status(503).after(1))
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
+        let monitor = Monitor()
+        manager.engine.eventMonitor = { monitor.record($0) }
+        var request = TestRequest("/items")
+        request.sharing = .always
+        request.concurrencyScope = scope
+        let senders = (0..<3).map { _ in manager.send(request) }
+        clock.advance(by: 1)
+        #expect(transport.records.count == 1, "one network attempt")
+        #expect(senders.allSatisfy { $0.state.name == "status(503)" })
+        #expect(monitor.events.isEmpty, "one failure of three: the circuit stays closed")
+        // Two more failures of their own open it, as three in a row should.
+        request.sharing = .never
+        manager.send(request)
+        manager.send(request)
+        clock.advance(by: 1)
+        #expect(monitor.events == ["opened 10.0"])
+    }
+
+    @Test func oneSharedRetryIsCountedOnceByTheBudget() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/flaky", MockTransport.Reply.status(503).after(1), .json(#"{"value":"ok"}"#).after(1))
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
+        let monitor = Monitor()
+        manager.engine.eventMonitor = { monitor.record($0) }
+        var request = TestRequest("/flaky", retry: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none))
+        request.sharing = .always
+        let senders = (0..<3).map { _ in manager.send(request) }
+        clock.advance(by: 1)
+        clock.advance(by: 1)
+        clock.advance(by: 1)
+        #expect(monitor.events.isEmpty, "the budget's one retry covers the shared retry: none refused")
+        #expect(senders.allSatisfy { $0.state.name == "finished" })
+        #expect(transport.records.count == 2, "one attempt, one shared retry")
+    }
 }

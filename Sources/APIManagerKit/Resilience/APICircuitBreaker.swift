@@ -8,7 +8,8 @@ import Foundation
 /// Transient failures are those ``APIRetryPolicy`` retries by default (connection failures,
 /// timeouts, `408`, `429`, `5xx`); any other answer closes a half-open circuit and resets the count.
 /// A cancelled attempt is no answer: the count stays, and a cancelled probe lets the next attempt
-/// through as the probe.
+/// through as the probe. One network attempt counts once, however many senders share it
+/// (``APIRequestSharing``).
 /// Off unless given to ``APIEngine/init(transport:clock:randomSource:delivery:execution:cache:persistedHeaders:interceptors:authentication:defaultHeaders:cookies:circuitBreaker:retryBudget:)``;
 /// one breaker per engine and origin (scheme, host and port), timed by the engine's clock.
 public struct APICircuitBreaker: Sendable, Hashable {
@@ -30,7 +31,8 @@ public struct APICircuitBreaker: Sendable, Hashable {
 
 /// Stops retry storms: retries to one origin may be at most ``ratio`` of the requests sent to it
 /// over the last ``window`` seconds, with ``minimumRetries`` always allowed. A retry the budget
-/// refuses does not happen: the task ends with the error of its last attempt.
+/// refuses does not happen: the task ends with the error of its last attempt. A retry that several
+/// senders share (``APIRequestSharing``) is one retry: the budget decides it once and counts it once.
 ///
 /// Off unless given to the engine; one budget per engine and origin, timed by the engine's clock.
 public struct APIRetryBudget: Sendable, Hashable {

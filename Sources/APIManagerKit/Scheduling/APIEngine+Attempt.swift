@@ -115,10 +115,12 @@ extension APIEngine {
             case .answered(let response, let source):
                 let origin = attempt.sent == nil ? nil : resilienceOrigin(of: attempt)
                 let now = origin == nil ? 0 : clock.now
+                let shared = attempt.sharedAnswer
                 let change = transitionState { state, actions -> Resilience.Change? in
-                    let change = origin.flatMap {
-                        state.resilience.record(
-                            origin: $0, task: attempt.task.identifier, transientFailure: false, now: now)
+                    let change = origin.flatMap { origin -> Resilience.Change? in
+                        guard shared?.claimRecord() ?? true else { return nil }
+                        return state.resilience.record(
+                            origin: origin, task: attempt.task.identifier, transientFailure: false, now: now)
                     }
                     state.machine.attemptEnded(
                         attempt.task, attempt: attempt.number, outcome: .success(response), source: source,
@@ -151,13 +153,15 @@ extension APIEngine {
         fail(
             attempt.task, attempt: attempt.number, with: error, sent: attempt.sent != nil, monitor: attempt.monitor,
             origin: resilienceOrigin(of: attempt), request: attempt.request, sensitiveHeaders: attempt.sensitiveHeaders,
-            requestedRetry: requestedRetry, flightKey: attempt.flightKey, mayRetry: attempt.mayRetry)
+            requestedRetry: requestedRetry, flightKey: attempt.flightKey, mayRetry: attempt.mayRetry,
+            sharedAnswer: attempt.sharedAnswer)
     }
 
     private func fail(
         _ task: AnyAPITask, attempt: Int, with error: APIError, sent: Bool, monitor: (@Sendable (APIEvent) -> Void)?,
         origin: String? = nil, request: URLRequest? = nil, sensitiveHeaders: Set<String> = [],
-        requestedRetry: TimeInterval? = nil, flightKey: SharedFlights.Key? = nil, mayRetry: Bool = true
+        requestedRetry: TimeInterval? = nil, flightKey: SharedFlights.Key? = nil, mayRetry: Bool = true,
+        sharedAnswer: SharedAnswer? = nil
     ) {
         if !sent, let monitor {
             monitor(
@@ -185,14 +189,21 @@ extension APIEngine {
             if let origin {
                 if sent, Resilience.isAbandoned(error) {
                     state.resilience.abandon(origin: origin, task: task.identifier, now: now)
-                } else if sent {
+                } else if sent, sharedAnswer?.claimRecord() ?? true {
+                    // A shared answer is one network attempt: recorded once, whoever got it first.
                     change = state.resilience.record(
                         origin: origin, task: task.identifier, transientFailure: Resilience.isTransient(error), now: now
                     )
                 }
-                if retryDelay != nil, !state.resilience.allowsRetry(origin: origin, now: now) {
-                    retryDelay = nil
-                    refused = true
+                if retryDelay != nil {
+                    let allowed =
+                        sharedAnswer.map { shared in
+                            shared.retryAllowed { state.resilience.allowsRetry(origin: origin, now: now) }
+                        } ?? state.resilience.allowsRetry(origin: origin, now: now)
+                    if !allowed {
+                        retryDelay = nil
+                        refused = true
+                    }
                 }
             }
             state.machine.attemptEnded(

@@ -48,6 +48,9 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var progress: ProgressChannel?
     /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.
     @exclusivity(unchecked) var flightKey: SharedFlights.Key?
+    /// The answer it shares with the other attempts of its flight, set before it is given; `nil`
+    /// for an answer of its own.
+    @exclusivity(unchecked) var sharedAnswer: SharedAnswer?
 
     /// The engine that runs it, held weakly: a transport's completion that outlives the engine
     /// does nothing.

@@ -118,7 +118,12 @@ final class SharedFlights: Sendable {
             state.flights[key] = nil
             return flight.members.sorted { $0.key < $1.key }.map(\.value)
         }
-        for attempt in members { attempt.transportAnswered(result) }
+        // One network attempt: its outcome counts once for the circuit breaker and the retry budget.
+        let shared = members.count > 1 ? SharedAnswer() : nil
+        for attempt in members {
+            attempt.sharedAnswer = shared
+            attempt.transportAnswered(result)
+        }
     }
 
     /// Task `task`, whose attempt was on the (landed) flight of `key`, waits to retry: the flight
@@ -184,5 +189,37 @@ final class SharedFlights: Sendable {
         let key: Key
         let member: UInt64
         func cancel() { flights.leave(key, member: member) }
+    }
+}
+
+/// One answer of a shared flight, given to every attempt on board: however many senders share it,
+/// it is one network attempt, so its outcome is recorded once by the circuit breaker, and one retry
+/// decision of the retry budget serves them all (the first sender that wants to retry asks the
+/// budget; the others get the same answer, counted once). Its lock is a leaf, taken under the
+/// engine's.
+final class SharedAnswer: Sendable {
+    private struct State {
+        var recorded = false
+        var retryAllowed: Bool?
+    }
+    private let state = LockedState(State())
+
+    /// `true` for the first attempt that asks: it records the outcome; `false` for the others.
+    func claimRecord() -> Bool {
+        state.withLock { state in
+            defer { state.recorded = true }
+            return !state.recorded
+        }
+    }
+
+    /// The budget's decision for this answer's retry: made by `decide` for the first attempt that
+    /// asks, the same for the others.
+    func retryAllowed(_ decide: () -> Bool) -> Bool {
+        state.withLock { state in
+            if let decided = state.retryAllowed { return decided }
+            let allowed = decide()
+            state.retryAllowed = allowed
+            return allowed
+        }
     }
 }
