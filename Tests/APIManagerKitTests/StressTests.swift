@@ -183,3 +183,21 @@ struct StressTests {
         }
     }
 }
+
+/// The corrections issue, item 28: engines made with the default execution share the process's
+/// lanes, so a thousand of them (a manager each, the README's `init(engine: APIEngine = APIEngine())`
+/// pattern) do not each bring threads of their own (the thread count is checked on real threads in
+/// `SharedLanesIntegrationTests`).
+@Suite("Shared work lanes", .timeLimit(.minutes(1)))
+struct SharedLanesTests {
+    @Test func enginesMadeWithTheDefaultShareTheProcesssLanes() throws {
+        guard case .lanes(let first) = APIEngine().execution, case .lanes(let second) = APIEngine().execution
+        else {
+            Issue.record("the default execution is lanes")
+            return
+        }
+        #expect(first === APIWorkLanes.shared && second === first)
+        guard case .lanes(let own) = APIExecution.concurrent() else { return }
+        #expect(own !== APIWorkLanes.shared, "an engine may still ask for lanes of its own")
+    }
+}

@@ -85,8 +85,9 @@ public final class APIEngine: @unchecked Sendable {
     ///   - clock: a ``DispatchClock`` unless given.
     ///   - randomSource: the system's generator unless given.
     ///   - delivery: `.queue(.main)` unless given.
-    ///   - execution: serial lanes of the engine's own (``APIExecution/concurrent(label:)``, one per
-    ///     processor) unless given; `.inline` for tests on a virtual clock.
+    ///   - execution: the serial lanes every engine of the process shares (``APIExecution/shared``,
+    ///     one per processor) unless given; ``APIExecution/concurrent(label:)`` for lanes of the
+    ///     engine's own; `.inline` for tests on a virtual clock.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
     ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
     ///   - interceptors: none unless given (see ``APIInterceptor``).
@@ -101,7 +102,7 @@ public final class APIEngine: @unchecked Sendable {
         clock: any APIClock = DispatchClock(),
         randomSource: any APIRandomSource = SystemRandomSource(),
         delivery: APIDelivery = .queue(.main),
-        execution: APIExecution = .concurrent(),
+        execution: APIExecution = .shared,
         cache: APIResponseCache? = nil,
         persistedHeaders: APIPersistedHeaders? = nil,
         interceptors: [any APIInterceptor] = [],

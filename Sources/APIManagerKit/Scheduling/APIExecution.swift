@@ -19,13 +19,19 @@ public enum APIExecution: Sendable {
     /// synchronous and deterministic: `APIEngine(transport: mock, clock: clock, delivery: .immediate,
     /// execution: .inline)`.
     case inline
-    /// On serial queues of the engine's own (see ``APIWorkLanes``), each task's work on one of them:
+    /// On serial queues (see ``APIWorkLanes``; the process's shared ones by default), each task's work on one of them:
     /// tasks build in parallel, up to one per lane, and the work goes on when an app blocks threads
     /// of the global Dispatch pool (serial queues get threads of their own then; a concurrent queue
     /// waited up to 14 s with 16 such threads blocked).
     case lanes(APIWorkLanes)
 
-    /// The default: ``lanes(_:)`` of the engine's own, one per active processor (at least 2).
+    /// The default: the process's shared lanes (``APIWorkLanes/shared``, one per active processor, at
+    /// least 2), which every engine made with the default uses: a process with thousands of engines
+    /// (a manager each, each with its own engine) keeps as many threads as it has lanes.
+    public static var shared: APIExecution { .lanes(.shared) }
+
+    /// ``lanes(_:)`` of the engine's own, one per active processor (at least 2): for an engine whose
+    /// work must not wait behind other engines' (each set of lanes may take a thread per lane).
     public static func concurrent(label: String = "APIManagerKit.APIEngine.work") -> APIExecution {
         .lanes(APIWorkLanes(label: label))
     }
@@ -47,6 +53,10 @@ public enum APIExecution: Sendable {
 /// concurrent pool (`DispatchQueue.global()`, which a concurrent queue targets): Dispatch gives a
 /// serial queue a thread even then, while the pool itself grows by about a thread a second.
 public final class APIWorkLanes: Sendable {
+    /// The lanes the engines of the process share by default (``APIExecution/shared``), made when
+    /// first used: one per active processor, at least 2.
+    public static let shared = APIWorkLanes(label: "APIManagerKit.work")
+
     /// The lanes, each a serial queue.
     public let queues: [DispatchQueue]
     /// Hands the work of async steps (interceptors, refreshes) to the lanes in turn.
