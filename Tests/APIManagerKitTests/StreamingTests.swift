@@ -55,7 +55,7 @@ struct StreamingTests {
         clock.advance(by: 5)
         let chunks = try await collect(stream)
         #expect(chunks.map(\.count) == [250, 250, 250, 250])
-        #expect(chunks.reduce(Data(), +) == Self.body)
+        #expect(chunks.reduce(into: Data()) { $0.append($1) } == Self.body)
         #expect(stream.task.state.name == "finished")
         #expect(recorder.events(of: stream.task) == ["start 1", "finished"])
     }
@@ -89,7 +89,7 @@ struct StreamingTests {
         let stream = feed.bytes(
             for: FeedRequest(retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)))
         clock.advance(by: 2)
-        #expect(try await collect(stream).reduce(Data(), +) == Self.body)
+        #expect(try await collect(stream).reduce(into: Data()) { $0.append($1) } == Self.body)
         #expect(mock.records.count == 2)
     }
 
@@ -184,7 +184,8 @@ struct StreamingTests {
         buffer.finish(.success(()))
         var received = Data()
         while let chunk = try await buffer.next() { received.append(chunk) }
-        #expect(received == Self.parts.reduce(Data(), +), "every byte, in order, the end after them")
+        #expect(
+            received == Self.parts.reduce(into: Data()) { $0.append($1) }, "every byte, in order, the end after them")
         #expect(buffer.spilledBytes == 0)
         #expect(readyCalls.withLock { $0 } == 1, "the transport was told once to go on")
     }
@@ -201,7 +202,7 @@ struct StreamingTests {
         for part in Self.parts[20...] { _ = stream.write(part) {} }
         buffer.finish(.success(()))
         while let chunk = try await buffer.next() { received.append(chunk) }
-        #expect(received == Self.parts.reduce(Data(), +))
+        #expect(received == Self.parts.reduce(into: Data()) { $0.append($1) })
     }
 
     @Test func smallPartsSpilledAndReadBetweenWritesKeepTheirOrder() async throws {
@@ -222,7 +223,7 @@ struct StreamingTests {
         for part in parts[901...] { _ = stream.write(part) {} }
         buffer.finish(.success(()))
         while let chunk = try await buffer.next() { received.append(chunk) }
-        #expect(received == parts.reduce(Data(), +))
+        #expect(received == parts.reduce(into: Data()) { $0.append($1) })
     }
 
     /// A long stream whose consumer falls behind now and then: the overflow file keeps only what is
@@ -243,7 +244,7 @@ struct StreamingTests {
         }
         buffer.finish(.success(()))
         #expect(try await buffer.next() == nil)
-        #expect(received == Self.parts[0..<36].reduce(Data(), +), "every byte, in order")
+        #expect(received == Self.parts[0..<36].reduce(into: Data()) { $0.append($1) }, "every byte, in order")
     }
 
     @Test func aStreamFailingWithPartsOnDiskGivesThemBeforeTheError() async throws {
@@ -283,7 +284,7 @@ struct StreamingTests {
             received.append(chunk)
             mostHeld = max(mostHeld, stream.bufferedBytes)
         }
-        #expect(received == Self.parts.reduce(Data(), +))
+        #expect(received == Self.parts.reduce(into: Data()) { $0.append($1) })
         #expect(mostHeld <= APIResponseBodyStream.memoryLimit)
         #expect(stream.task.state.name == "finished")
     }
@@ -345,7 +346,7 @@ struct StreamingTests {
         let second = feed.bytes(for: FeedRequest(concurrencyPolicy: .cancelOthers))
         clock.advance(by: 2)
         #expect(first.task.state.name == "cancelled(policy)")
-        #expect(try await collect(second).reduce(Data(), +) == Self.body)
+        #expect(try await collect(second).reduce(into: Data()) { $0.append($1) } == Self.body)
         #expect(mock.records.count == 2)
     }
 

@@ -122,7 +122,7 @@ struct TransferPipelineTests {
         clock.advance(by: 1)
         let streamed = transfers.bytes(for: TransferRequest())
         clock.advance(by: 1)
-        #expect(try await collect(streamed).reduce(Data(), +) == Self.body)
+        #expect(try await collect(streamed).reduce(into: Data()) { $0.append($1) } == Self.body)
         transfers.send(TransferRequest(download: download))
         clock.advance(by: 1)
         #expect(mock.records.count == 3, "every one went to the network")
@@ -256,7 +256,9 @@ struct TransferPipelineTests {
         let second = transfers.bytes(for: request)
         clock.advance(by: 1)
         let parts = try await collect(second)
-        #expect(parts.reduce(Data(), +) == Self.body, "the body once, from the network: \(parts.map(\.count))")
+        #expect(
+            parts.reduce(into: Data()) { $0.append($1) } == Self.body,
+            "the body once, from the network: \(parts.map(\.count))")
         #expect(second.task.responseSource == .network)
         #expect(mock.records.count == 2)
     }
