@@ -64,7 +64,7 @@ struct EventStreamRulesTests {
                 result.withLock { $0 = (seen, error) }
             }
         }
-        for _ in 0..<400 where result.withLock({ $0 == nil }) {
+        for _ in 0..<20_000 where result.withLock({ $0 == nil }) {
             await Task.yield()
             clock.advance(by: 0.25)
         }
@@ -202,12 +202,12 @@ struct EventStreamRulesTests {
             }
         }
         // Until the drop: the stream then waits 5 s for its reconnection.
-        for _ in 0..<400 where !(mock.records.first?.endedAt != nil && clock.pendingTimerCount == 1) {
+        for _ in 0..<20_000 where !(mock.records.first?.endedAt != nil && clock.pendingTimerCount == 1) {
             await Task.yield()
             clock.advance(by: 0.25)
         }
         let newer = feed.send(request)
-        for _ in 0..<400 where result.withLock({ $0 == nil }) {
+        for _ in 0..<20_000 where result.withLock({ $0 == nil }) {
             await Task.yield()
             clock.advance(by: 0.25)
         }

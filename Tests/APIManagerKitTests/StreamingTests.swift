@@ -364,7 +364,7 @@ struct StreamingTests {
                 result.withLock { $0 = (seen, error) }
             }
         }
-        for _ in 0..<400 where result.withLock({ $0 == nil }) {
+        for _ in 0..<20_000 where result.withLock({ $0 == nil }) {
             await Task.yield()
             clock.advance(by: 0.25)
         }
@@ -429,13 +429,13 @@ struct StreamingTests {
             return seen
         }
         // Until the drop: the consumer then waits for its reconnection on the clock's one timer.
-        for _ in 0..<400 where !(mock.records.first?.endedAt != nil && clock.pendingTimerCount == 1) {
+        for _ in 0..<20_000 where !(mock.records.first?.endedAt != nil && clock.pendingTimerCount == 1) {
             await Task.yield()
             clock.advance(by: 0.25)
         }
         #expect(clock.pendingTimerCount == 1, "the reconnection's timer")
         consumer.cancel()
-        for _ in 0..<1000 where clock.pendingTimerCount > 0 { await Task.yield() }
+        for _ in 0..<20_000 where clock.pendingTimerCount > 0 { await Task.yield() }
         let endedAtOnce = clock.pendingTimerCount == 0
         if !endedAtOnce { clock.advance(by: 3600) }  // a wait that ignored the cancellation goes, the test ends
         #expect(endedAtOnce, "the wait ended on the cancellation, its timer cancelled")
