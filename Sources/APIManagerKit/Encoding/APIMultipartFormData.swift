@@ -122,15 +122,19 @@ public struct APIMultipartFormData: Sendable, Hashable {
         }
     }
 
-    /// Writes the body to a file at `url` (created or replaced), reading files in chunks of 64 KiB:
+    /// Writes the body to a file at `url` (created or replaced; a new file only its owner may read,
+    /// `0600`, and a link found at `url` is replaced, never written through), reading files in chunks of 64 KiB:
     /// memory stays bounded whatever the files' sizes. A random boundary found in the content is
     /// replaced first, so read ``contentType`` after this.
     public mutating func write(to url: URL) throws(APIError) {
         try writingWithFreshBoundaries { (form: Self) throws(APIError) in
-            guard FileManager.default.createFile(atPath: url.path, contents: nil),
-                let handle = try? FileHandle(forWritingTo: url)
-            else {
-                throw .invalidRequest(reason: "the multipart body cannot be written to \(url.lastPathComponent)")
+            // Owner-only, and never through a link planted at `url`: it holds the user's data.
+            let handle: FileHandle
+            do {
+                handle = try OwnerOnlyFile.replace(at: url)
+            } catch {
+                throw .invalidRequest(
+                    reason: "the multipart body cannot be written to \(url.lastPathComponent)", underlying: error)
             }
             defer { try? handle.close() }
             try form.write { (chunk: Data) throws(APIError) in

@@ -95,9 +95,17 @@ final class BodyFile: Sendable {
 
     deinit { if isTemporary { try? FileManager.default.removeItem(at: url) } }
 
+    /// The prefix of a spooled form's temporary file: `APIManagerKit-body-PID-UUID`.
+    static let temporaryPrefix = "APIManagerKit-body"
+
+    /// A new temporary file's URL; the first of a process sweeps the files killed processes left.
     static func newTemporaryURL() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("APIManagerKit-body-\(UUID().uuidString)")
+        _ = sweptOnce
+        return OwnerOnlyFile.temporaryURL(prefix: temporaryPrefix)
     }
+
+    /// The sweep of leftovers, once per process, at the first use.
+    private static let sweptOnce: Int = OwnerOnlyFile.sweepTemporaryFiles(prefix: temporaryPrefix)
 
     // MARK: Who owns which
 

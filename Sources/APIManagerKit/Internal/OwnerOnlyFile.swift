@@ -76,4 +76,93 @@ enum OwnerOnlyFile {
         }
         return removed
     }
+
+    // MARK: Files of ours, never a link's target
+
+    /// A new file at `url`, only its owner may read (`0600`), opened for writing: never through a
+    /// link planted there (`O_NOFOLLOW`), never over a file that exists (`O_EXCL`).
+    static func create(at url: URL) throws(WriteError) -> FileHandle {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw WriteError(path: url.path, code: errno) }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    }
+
+    /// Replaces whatever is at `url` (a file, or a link, never its target) by a new owner-only file.
+    static func replace(at url: URL) throws(WriteError) -> FileHandle {
+        if unlink(url.path) != 0, errno != ENOENT { throw WriteError(path: url.path, code: errno) }
+        return try create(at: url)
+    }
+
+    /// The file at `url` opened to append, when it is a regular file of this user's (not a link,
+    /// not another user's); `nil` otherwise.
+    static func openToAppend(_ url: URL) -> FileHandle? {
+        let descriptor = open(url.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+            close(descriptor)
+            return nil
+        }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    }
+
+    /// Whether `url` is a regular file of this user's (a link is not, whatever it points to).
+    static func isRegularFileOfOurs(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_uid == geteuid()
+    }
+
+    /// The contents of `url` when it is a regular file of this user's; `nil` otherwise.
+    static func read(_ url: URL) -> Data? {
+        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+            return nil
+        }
+        return try? handle.readToEnd() ?? Data()
+    }
+
+    // MARK: Temporary files of this process
+
+    /// A name for a temporary file of this process: `PREFIX-PID-UUID`, so that the files a killed
+    /// process left can be told from those of processes still running (``sweepTemporaryFiles(prefix:)``).
+    static func temporaryURL(prefix: String, in directory: URL? = nil) -> URL {
+        (directory ?? FileManager.default.temporaryDirectory)
+            .appendingPathComponent("\(prefix)-\(getpid())-\(UUID().uuidString)")
+    }
+
+    /// Removes the temporary files named `PREFIX-PID-UUID` whose process is gone (killed before it
+    /// could remove them), this user's regular files only; and those named `PREFIX-UUID` (before the
+    /// process was named) a day old. Returns how many it removed.
+    @discardableResult
+    static func sweepTemporaryFiles(prefix: String, in directory: URL = FileManager.default.temporaryDirectory) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
+        let ownPID = getpid()
+        var removed = 0
+        for name in names where name.hasPrefix(prefix + "-") {
+            let rest = name.dropFirst(prefix.count + 1)
+            let path = directory.appendingPathComponent(name).path
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+                continue
+            }
+            let parts = rest.split(separator: "-", maxSplits: 1)
+            if parts.count == 2, let pid = pid_t(parts[0]), UUID(uuidString: String(parts[1])) != nil {
+                guard pid != ownPID, kill(pid, 0) != 0, errno == ESRCH else { continue }
+            } else if UUID(uuidString: String(rest)) != nil {
+                #if canImport(Darwin)
+                let modified = Double(info.st_mtimespec.tv_sec)
+                #else
+                let modified = Double(info.st_mtim.tv_sec)
+                #endif
+                guard modified < Date().timeIntervalSince1970 - 86_400 else { continue }
+            } else {
+                continue
+            }
+            if unlink(path) == 0 { removed += 1 }
+        }
+        return removed
+    }
 }

@@ -18,8 +18,12 @@ import Darwin
 /// ``highWater`` bytes behind: the transport then reads no more until `whenReady` is called (when
 /// the consumer has caught up to ``lowWater``), so a slow consumer never makes memory grow without
 /// bound. A transport that cannot stop reading (URLSession on Linux) goes on writing: past
-/// ``memoryLimit`` the parts wait in a temporary file (unlinked at once, so nothing is left behind)
-/// and reach the consumer from there, in order; memory stays bounded and nothing is lost.
+/// ``memoryLimit`` the parts wait in a temporary file (owner-only, unlinked at once, so nothing is
+/// left behind) and reach the consumer from there, in order; memory stays bounded and nothing is
+/// lost. The file holds at most ``spillLimit`` bytes: past it, or when no file can be made (no
+/// temporary directory, a full disk), the stream fails after the parts it holds, with
+/// ``APIError/responseTooLarge(limit:)`` (``memoryLimit`` plus ``spillLimit``) or
+/// ``APIError/transport(underlying:)`` (the file system's error), and the task is cancelled.
 public final class APIResponseBodyStream: Sendable {
     /// The most bytes held for the consumer before the transport is asked to wait: 4 MiB.
     public static let highWater = 4 << 20
@@ -28,6 +32,15 @@ public final class APIResponseBodyStream: Sendable {
     /// The most bytes held in memory for the consumer, whatever the transport: 8 MiB. Parts written
     /// past it (by a transport that did not wait) go to a temporary file.
     public static let memoryLimit = 8 << 20
+
+    /// The most bytes a stream's temporary file holds for a consumer that fell behind: 512 MiB
+    /// unless set. Read when a stream is made; set it before sending. Past it the stream fails with
+    /// ``APIError/responseTooLarge(limit:)``.
+    public static var spillLimit: Int64 {
+        get { spillLimitSetting.withLock { $0 } }
+        set { spillLimitSetting.withLock { $0 = max(0, newValue) } }
+    }
+    private static let spillLimitSetting = LockedState<Int64>(512 << 20)
 
     let buffer: StreamBuffer
     private struct State {
@@ -95,6 +108,9 @@ final class StreamBuffer: Sendable {
         /// `nil` when none is kept or it went past the limit.
         var copy: Data?
         var copyLimit = 0
+        /// Whether the stream failed here (its overflow), not with its task: the task is then
+        /// cancelled when the consumer gets the failure.
+        var failedHere = false
     }
 
     private let state = LockedState(State())
@@ -104,8 +120,28 @@ final class StreamBuffer: Sendable {
     /// (``APIManager/events(for:reconnection:)``): any other answer fails the task.
     let expectsEventStream: Bool
 
-    init(expectsEventStream: Bool = false) {
+    /// The most bytes the overflow file may hold (``APIResponseBodyStream/spillLimit`` when made).
+    let spillLimit: Int64
+
+    /// Where the overflow file goes: the temporary directory unless given (tests).
+    let spillDirectory: URL?
+
+    init(
+        expectsEventStream: Bool = false, spillLimit: Int64 = APIResponseBodyStream.spillLimit,
+        spillDirectory: URL? = nil
+    ) {
         self.expectsEventStream = expectsEventStream
+        self.spillLimit = spillLimit
+        self.spillDirectory = spillDirectory
+    }
+
+    /// Why a part cannot wait in the overflow file: past the limit, or the file refused it; `nil`
+    /// when it was written.
+    private func spill(_ data: Data, into overflow: SpillFile) -> APIError? {
+        if overflow.unread + Int64(data.count) > spillLimit {
+            return .responseTooLarge(limit: Int(clamping: Int64(APIResponseBodyStream.memoryLimit) + spillLimit))
+        }
+        return overflow.append(data) ? nil : .transport(underlying: overflow.failure ?? CocoaError(.fileWriteUnknown))
     }
 
     /// Adds a part; `false` when the consumer is too far behind (`whenReady` is kept and called
@@ -123,21 +159,26 @@ final class StreamBuffer: Sendable {
                 return (waiter, true)
             }
             // Once a part waits on disk, every later one does, so they stay in order.
-            if state.overflow?.isEmpty == false {
+            if let overflow = state.overflow, !overflow.isEmpty {
                 state.whenReady = whenReady
-                if state.overflow?.append(data) != true {
-                    // Kept in memory it would overtake the parts on disk: the stream fails after them.
-                    state.end = .failure(.transport(underlying: CocoaError(.fileWriteUnknown)))
+                // Kept in memory it would overtake the parts on disk: the stream fails after them.
+                if let failure = spill(data, into: overflow) {
+                    state.end = .failure(failure)
+                    state.failedHere = true
                 }
                 return (nil, false)
             }
             if state.bytes + data.count > APIResponseBodyStream.memoryLimit {
-                if state.overflow == nil { state.overflow = SpillFile() }
-                if state.overflow?.append(data) == true {
-                    state.whenReady = whenReady
-                    return (nil, false)
+                let overflow = state.overflow ?? SpillFile(in: spillDirectory)
+                state.overflow = overflow
+                state.whenReady = whenReady
+                // No file, or past its limit: the stream fails after the parts in memory; memory
+                // never holds more than the limit.
+                if let failure = spill(data, into: overflow) {
+                    state.end = .failure(failure)
+                    state.failedHere = true
                 }
-                // No file: kept in memory, nothing is lost.
+                return (nil, false)
             }
             state.chunks.append(data)
             state.bytes += data.count
@@ -233,6 +274,9 @@ final class StreamBuffer: Sendable {
     /// The bytes held in memory for the consumer.
     var heldBytes: Int { state.withLock { $0.bytes } }
 
+    /// Whether the stream failed here (its overflow), not with its task.
+    var failedHere: Bool { state.withLock { $0.failedHere } }
+
     /// The bytes waiting in the overflow file.
     var spilledBytes: Int64 { state.withLock { $0.overflow?.unread ?? 0 } }
 
@@ -301,6 +345,8 @@ public struct APIByteStream: AsyncSequence, Sendable {
                 return chunk
             } catch {
                 ended.withLock { $0 = true }
+                // The stream failed under the transport (its overflow): the transfer goes no further.
+                if buffer.failedHere { task.cancel(reason: .concurrency) }
                 throw error
             }
         }
@@ -326,19 +372,23 @@ final class SpillFile: @unchecked Sendable {
     private var pending = Data()
     private static let runSize = 256 << 10
 
-    init() {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("apimanagerkit-stream-\(UUID().uuidString)")
-        if FileManager.default.createFile(atPath: url.path, contents: nil),
-            let writer = try? FileHandle(forWritingTo: url), let reader = try? FileHandle(forReadingFrom: url)
-        {
+    /// Why the file could not be made or written, when it could not.
+    private(set) var failure: (any Error)?
+
+    init(in directory: URL? = nil) {
+        // Owner-only, never through a planted link, and unlinked at once.
+        let url = OwnerOnlyFile.temporaryURL(prefix: "apimanagerkit-stream", in: directory)
+        do {
+            let writer = try OwnerOnlyFile.create(at: url)
             self.writer = writer
-            self.reader = reader
-        } else {
+            reader = try? FileHandle(forReadingFrom: url)
+            if reader == nil { failure = CocoaError(.fileReadUnknown) }
+        } catch {
             writer = nil
             reader = nil
+            failure = error
         }
-        try? FileManager.default.removeItem(at: url)
+        unlink(url.path)
     }
 
     deinit {
@@ -351,7 +401,7 @@ final class SpillFile: @unchecked Sendable {
 
     /// Appends a part; `false` when it could not be written (then nothing of it was kept).
     func append(_ data: Data) -> Bool {
-        guard writer != nil else { return false }
+        guard writer != nil, reader != nil else { return false }
         if pending.isEmpty { pending.reserveCapacity(Self.runSize + data.count) }
         pending.append(data)
         if pending.count >= Self.runSize, !flush() {
@@ -368,6 +418,7 @@ final class SpillFile: @unchecked Sendable {
         do {
             try writer.write(contentsOf: pending)
         } catch {
+            failure = error
             return false
         }
         pending.removeAll(keepingCapacity: true)

@@ -175,14 +175,17 @@ public final class APIResponseBodyFile: Sendable {
         }
         let partial = download.partialFile
         do {
-            if !append {
-                try? FileManager.default.removeItem(at: partial)
-                guard FileManager.default.createFile(atPath: partial.path, contents: nil) else {
-                    throw CocoaError(.fileWriteUnknown)
+            // Owner-only, and never through a link planted as the partial file: a part to append to
+            // must be a regular file of this user's, else it is refused.
+            let handle: FileHandle
+            if append {
+                guard let existing = OwnerOnlyFile.openToAppend(partial) else {
+                    throw fail(.invalidRequest(reason: "the partial file of the download is not a file of ours"))
                 }
+                handle = existing
+            } else {
+                handle = try OwnerOnlyFile.replace(at: partial)
             }
-            let handle = try FileHandle(forWritingTo: partial)
-            if append { try handle.seekToEnd() }
             try ResumeRecord(url: requestURL, validator: validator, completeLength: completeLength)
                 .save(to: download.resumeRecord)
             state.withLock { state in
@@ -192,6 +195,8 @@ public final class APIResponseBodyFile: Sendable {
                 state.written = state.startedAt
                 state.completeLength = completeLength
             }
+        } catch let error as APIError {
+            throw error
         } catch {
             throw fail(.transport(underlying: error))
         }
@@ -390,12 +395,14 @@ struct ResumeRecord: Codable, Equatable {
     /// The server's whole file's length, when it said it; `nil` in a record written before it was kept.
     var completeLength: Int64? = nil
 
+    /// Written owner-only and atomically (a link at `file` is replaced, never written through).
     func save(to file: URL) throws {
-        try JSONEncoder().encode(self).write(to: file, options: .atomic)
+        try OwnerOnlyFile.write(try JSONEncoder().encode(self), to: file)
     }
 
+    /// The record at `file`, when it is a regular file of this user's that decodes.
     static func load(from file: URL) -> ResumeRecord? {
-        guard let data = try? Data(contentsOf: file) else { return nil }
+        guard let data = OwnerOnlyFile.read(file) else { return nil }
         return try? JSONDecoder().decode(ResumeRecord.self, from: data)
     }
 }

@@ -33,7 +33,10 @@ enum DownloadStage {
         }
         var offset: Int64 = 0
         var resumed: ResumeRecord?
-        if download.resumes, let size = try? FileSource.size(of: download.partialFile), size > 0,
+        // Only a regular file of this user's is resumed: a link planted as the partial file (with a
+        // forged record) is removed, never appended through.
+        if download.resumes, OwnerOnlyFile.isRegularFileOfOurs(download.partialFile),
+            let size = try? FileSource.size(of: download.partialFile), size > 0,
             let record = ResumeRecord.load(from: download.resumeRecord), record.url == request.url,
             let validator = record.validator, record.completeLength.map({ size < $0 }) ?? true
         {
