@@ -131,6 +131,8 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         public let sentAt: TimeInterval
         /// The clock's time when it completed or was cancelled.
         public var endedAt: TimeInterval?
+        /// What the engine told the transport beside the request (its total timeout, body limit…).
+        public var options = APITransportOptions()
 
         /// The request's method (`GET` when unset).
         public var method: String { request.httpMethod ?? "GET" }
@@ -271,7 +273,9 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         }
         let (number, reply): (Int, Reply) = lock.withLock {
             let number = state.records.count + 1
-            state.records.append(Record(number: number, request: request, outcome: .pending, sentAt: now))
+            var record = Record(number: number, request: request, outcome: .pending, sentAt: now)
+            record.options = options
+            state.records.append(record)
             let path = request.url?.path ?? ""
             let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
             let index = state.routes.lastIndex { $0.path == path && ($0.method == nil || $0.method == method) }

@@ -12,6 +12,7 @@ struct LimitedRequest: APIRequest {
     var url = testBaseURL
     var path = "/ok"
     var timeout: TimeInterval = 60
+    var totalTimeout: TimeInterval?
     var maxResponseBodySize: Int? = APIRequestDefaults.maxResponseBodySize
     var retryPolicy: APIRetryPolicy? = APIRetryPolicy(maxAttempts: 3, baseDelay: 1, jitter: .none)
 }
@@ -43,6 +44,39 @@ struct TimeoutsAndBodyLimitsTests {
         let task = manager.send(LimitedRequest(timeout: timeout))
         #expect(task.state.name == "invalidRequest")
         #expect(transport.records.isEmpty)
+    }
+
+    @Test(arguments: [0, -1, Double.nan, .infinity, -.infinity])
+    func aTotalTimeoutThatIsNotPositiveAndFiniteIsAnInvalidRequestAndNothingIsSent(total: Double) {
+        let (manager, transport, _) = limited()
+        transport.stub(nil, "/ok", .json("{}"))
+        let task = manager.send(LimitedRequest(totalTimeout: total))
+        #expect(task.state.name == "invalidRequest")
+        #expect(transport.records.isEmpty)
+    }
+
+    /// The corrections issue, item 11: `1e300` meant "no limit" (it overflowed the transports'
+    /// clocks); it is clamped to the documented maximum.
+    @Test(arguments: [1e300, Double.greatestFiniteMagnitude, 31_536_001])
+    func anAbsurdFiniteTimeoutCountsAsTheMaximum(seconds: Double) throws {
+        let (manager, transport, _) = limited()
+        transport.stub(nil, "/ok", .json("{}"))
+        let task = manager.send(LimitedRequest(timeout: seconds, totalTimeout: seconds))
+        #expect(task.state.name == "finished")
+        let sent = try #require(transport.records.first)
+        #expect(sent.request.timeoutInterval == APIRequestDefaults.maxTimeout)
+        #expect(sent.options.totalTimeout == APIRequestDefaults.maxTimeout)
+        #expect(APIRequestDefaults.maxTimeout == 31_536_000)
+    }
+
+    @Test func theTimeoutIsSentAsTheIdleLimitAndTheTotalAsAnOption() throws {
+        let (manager, transport, _) = limited()
+        transport.stub(nil, "/ok", .json("{}"))
+        manager.send(LimitedRequest(timeout: 7, totalTimeout: 90))
+        manager.send(LimitedRequest())
+        let records = transport.records
+        #expect(records.map(\.request.timeoutInterval) == [7, 60])
+        #expect(records.map(\.options.totalTimeout) == [90, nil], "no total limit unless asked")
     }
 
     @Test func aBodyPastTheLimitFromATransportThatDoesNotEnforceItFailsAndIsNotRetried() {

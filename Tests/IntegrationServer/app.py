@@ -76,6 +76,25 @@ def fixture(environ, start_response):
     arg = parts[2] if len(parts) > 2 else ""
     query = _query(environ)
 
+    if route == "trickle":
+        # ?count=N parts of 100 bytes (N * 100 with its Content-Length), ?interval=S seconds apart
+        # (at most 2), then, with ?stall=S, a stall of S seconds (at most 10) before the last part:
+        # a healthy slow body, or one that stops.
+        count = min(int(query.get("count", "10")), 1000)
+        interval = min(float(query.get("interval", "0.3")), 2.0)
+        stall = min(float(query.get("stall", "0")), 10.0)
+        start_response("200 OK", [("Content-Type", "application/octet-stream"),
+                                  ("Content-Length", str(count * 100)), ("ETag", '"trickle"')])
+
+        def parts():
+            for i in range(count):
+                if i > 0:
+                    time.sleep(interval)
+                if stall and i == count - 1:
+                    time.sleep(stall)
+                yield bytes([i % 256]) * 100
+        return parts()
+
     if route == "set-cookies":
         # Three Set-Cookie fields, each one cookie although two hold commas (RFC 6265 §3); with
         # ?redirect=1 they come on a 302 to /cookies (httpbin echoes the cookies it is sent).

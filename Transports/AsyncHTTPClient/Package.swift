@@ -81,6 +81,7 @@ let package = Package(
             name: "APIManagerKitAsyncHTTPClientTests",
             dependencies: [
                 "APIManagerKitAsyncHTTPClient", .product(name: "APIManagerKit", package: "APIManagerKit"),
+                .product(name: "APIManagerKitTesting", package: "APIManagerKit"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["Shared/TransportUnderTest.swift", "Shared/README.md"]

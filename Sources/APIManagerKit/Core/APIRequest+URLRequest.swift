@@ -24,7 +24,8 @@ extension APIRequest {
     ///   form body, a `.` or `..` path value, and whatever else makes the request unbuildable.
     public func makeURLRequest() throws(APIError) -> URLRequest {
         var parameters = try ResolvedParameters(self.parameters)
-        var request = URLRequest(url: try resolvedURL(placing: &parameters), timeoutInterval: timeout)
+        var request = URLRequest(
+            url: try resolvedURL(placing: &parameters), timeoutInterval: APIRequestDefaults.clampedTimeout(timeout))
         // A new URLRequest is a GET already; on Linux the setter costs a few thousand instructions.
         if method != .get { request.httpMethod = method.rawValue }
         // Checked before setting: on Linux a value with CR or LF would be dropped without a word.

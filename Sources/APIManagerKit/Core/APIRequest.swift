@@ -35,11 +35,19 @@ public protocol APIRequest: Sendable {
     var body: APIRequestBody? { get }
     /// Credentials sent with this request. `nil` unless overridden.
     var authorization: APIAuthorization? { get }
-    /// The longest one attempt may take, from sending to the last byte, in seconds; past it the
-    /// attempt fails with `URLError(.timedOut)` (see ``URLSessionTransport``). `60` unless overridden.
-    /// It must be finite and greater than 0: any other value fails the attempt with
-    /// ``APIError/invalidRequest(reason:underlying:)`` (use a large finite value for a long poll).
+    /// The idle timeout: the longest an attempt may go without a byte sent or received, in seconds,
+    /// as `URLRequest.timeoutInterval` and URLSession's `timeoutIntervalForRequest` count it; past it
+    /// the attempt fails with `URLError(.timedOut)`. An event stream or a download that keeps
+    /// receiving bytes runs as long as it needs (bound it with ``totalTimeout``; the task with
+    /// ``deadline``); time a stream's consumer holds the transport back does not count. `60` unless
+    /// overridden. It must be greater than 0 and finite: any other value fails the attempt with
+    /// ``APIError/invalidRequest(reason:underlying:)``; a finite value above
+    /// ``APIRequestDefaults/maxTimeout`` (one year) counts as that.
     var timeout: TimeInterval { get }
+    /// The longest one attempt may take, from sending to the last byte, however the bytes flow, in
+    /// seconds; past it the attempt fails with `URLError(.timedOut)`. `nil` (no limit: ``timeout``
+    /// and ``deadline`` bound it) unless overridden. The rules of ``timeout`` apply to its value.
+    var totalTimeout: TimeInterval? { get }
     /// How this task treats the other in-flight tasks of its scope. `.default` unless overridden.
     var concurrencyPolicy: APIConcurrencyPolicy { get }
     /// Narrows the policy to the tasks sharing this key; tasks with different keys never interact.
@@ -143,6 +151,7 @@ extension APIRequest {
     public var body: APIRequestBody? { nil }
     public var authorization: APIAuthorization? { nil }
     public var timeout: TimeInterval { 60 }
+    public var totalTimeout: TimeInterval? { nil }
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
     public var priority: Int { 0 }
     public var concurrencyLimit: Int { 4 }
@@ -294,6 +303,16 @@ public enum APIRequestDefaults {
     /// 8 MiB: the largest body of a download or a streamed response that is stored in the cache,
     /// when its request asks for the cache (see ``APIRequest/cacheOption``).
     public static let maxCachedTransferSize = 8 << 20
+    /// The longest ``APIRequest/timeout`` or ``APIRequest/totalTimeout`` that counts: one year
+    /// (31,536,000 s). A finite value above it counts as it (`1e300` would otherwise overflow the
+    /// transports' clocks and mean no limit at all).
+    public static let maxTimeout: TimeInterval = 31_536_000
+
+    /// `seconds` as the transports count it: a finite value above ``maxTimeout`` is ``maxTimeout``;
+    /// any other value as it is (the engine refuses a non-finite or non-positive one).
+    static func clampedTimeout(_ seconds: TimeInterval) -> TimeInterval {
+        seconds.isFinite && seconds > maxTimeout ? maxTimeout : seconds
+    }
 }
 
 extension APIRequest where AcceptableStatusCodes == APIStatusCodes {

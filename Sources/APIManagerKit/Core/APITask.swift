@@ -118,6 +118,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let sensitiveHeaders: Set<String>
     /// The request's ``APIRequest/maxResponseBodySize``, read when it is sent.
     let maxResponseBodySize: Int?
+    /// The request's ``APIRequest/totalTimeout``, read when it is sent (clamped, unchecked).
+    let totalTimeout: TimeInterval?
     /// The idempotency header every attempt carries (see ``APIRequest/idempotencyKey``), made when
     /// the task was sent; `nil` for none.
     let idempotencyHeader: IdempotencyHeader?
@@ -156,8 +158,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
         idempotencyHeader: IdempotencyHeader? = nil, credentialOrigins: [Origin]? = nil,
         reportsProgress: Bool = false, download: APIDownload? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil, lock: Lock? = nil
+        addedHeaders: [String: String]? = nil, totalTimeout: TimeInterval? = nil, lock: Lock? = nil
     ) {
+        self.totalTimeout = totalTimeout.map(APIRequestDefaults.clampedTimeout)
         self.identifier = identifier
         self.addedHeaders = addedHeaders
         self.bodyStream = bodyStream
@@ -325,7 +328,8 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 return key.makeHeader()
             },
             credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
-            download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream, addedHeaders: addedHeaders)
+            download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream, addedHeaders: addedHeaders,
+            totalTimeout: request.totalTimeout)
     }
 }
 

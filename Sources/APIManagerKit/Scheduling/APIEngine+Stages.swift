@@ -93,7 +93,7 @@ extension APIEngine {
             attempt.grant = nil
         }
         do {
-            try BuildRequestStage.check(attempt.request)
+            try BuildRequestStage.check(attempt.request, totalTimeout: attempt.task.totalTimeout)
         } catch {
             return .failed(error)
         }
@@ -157,7 +157,7 @@ extension APIEngine {
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
         var options = APITransportOptions(
             sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
-            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date)
+            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, totalTimeout: attempt.task.totalTimeout)
         if let body = attempt.bodyFile {
             if let writer = body.deferredWriter { options.bodyWriter = writer } else { options.bodyFile = body.url }
         }

@@ -42,8 +42,14 @@ public protocol APITransport: Sendable {
     var acceptsBodyWriters: Bool { get }
 }
 
-/// What the engine tells a transport about a request beyond the `URLRequest`.
+/// What the engine tells a transport about a request beyond the `URLRequest`. The request's
+/// `timeoutInterval` is its idle timeout (``APIRequest/timeout``: no byte either way for that long
+/// fails the attempt with `URLError(.timedOut)`), and ``totalTimeout`` the longest the whole attempt
+/// may take.
 public struct APITransportOptions: Sendable, Hashable {
+    /// The longest the whole attempt may take, sending to last byte (``APIRequest/totalTimeout``);
+    /// `nil` for no limit.
+    public var totalTimeout: TimeInterval?
     /// Headers that carry credentials beyond the standard ones (a custom auth header, persisted
     /// auth headers): they must not follow a redirect to another origin.
     public var sensitiveHeaders: Set<String>
@@ -87,8 +93,9 @@ public struct APITransportOptions: Sendable, Hashable {
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
         cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
         responseBodyFile: APIResponseBodyFile? = nil, responseBodyStream: APIResponseBodyStream? = nil,
-        bodyWriter: APIBodyWriter? = nil
+        bodyWriter: APIBodyWriter? = nil, totalTimeout: TimeInterval? = nil
     ) {
+        self.totalTimeout = totalTimeout
         self.sensitiveHeaders = sensitiveHeaders
         self.maxResponseBodySize = maxResponseBodySize
         self.cookies = cookies
@@ -103,6 +110,7 @@ public struct APITransportOptions: Sendable, Hashable {
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.sensitiveHeaders == rhs.sensitiveHeaders && lhs.maxResponseBodySize == rhs.maxResponseBodySize
             && lhs.cookies == rhs.cookies && lhs.cookieDate == rhs.cookieDate && lhs.bodyFile == rhs.bodyFile
+            && lhs.totalTimeout == rhs.totalTimeout
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -111,6 +119,7 @@ public struct APITransportOptions: Sendable, Hashable {
         hasher.combine(cookies)
         hasher.combine(cookieDate)
         hasher.combine(bodyFile)
+        hasher.combine(totalTimeout)
     }
 }
 

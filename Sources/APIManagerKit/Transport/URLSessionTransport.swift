@@ -16,11 +16,14 @@ import FoundationNetworking
 ///   headers): the rule that also redacts cURL descriptions.
 /// - A `401` is delivered as the response it is, body included: credentials travel in headers
 ///   (``APIAuthorization``), never through challenges.
-/// - A request's `timeoutInterval` (``APIRequest/timeout``) is the longest one attempt may take,
-///   from sending to the last byte, enforced here (checked every 50 ms) on every platform; the
-///   attempt then fails with `URLError(.timedOut)`. The Linux URLSession ignores a request's own
-///   timeout, so without this it would wait for the configuration's `timeoutIntervalForRequest`
-///   (60 s unless set), which still applies as an idle limit.
+/// - A request's `timeoutInterval` (``APIRequest/timeout``) is its idle timeout: the longest the
+///   attempt may go without a byte sent or received (time a stream's consumer holds the task back
+///   does not count), and ``APITransportOptions/totalTimeout`` the longest the whole attempt may
+///   take; both are enforced here (checked every 50 ms) on every platform, and the attempt then fails
+///   with `URLError(.timedOut)`. The Linux URLSession ignores a request's own timeout and applies the
+///   configuration's `timeoutIntervalForRequest` as an idle limit: ``defaultConfiguration`` sets it
+///   to ``APIRequestDefaults/maxTimeout`` so that the request's own counts; a configuration of yours
+///   keeps its own, which then applies too.
 /// - The body is collected chunk by chunk, so a body limit
 ///   (``APITransportOptions/maxResponseBodySize``) stops the transfer as soon as the decompressed
 ///   body passes it, and fails with ``APIError/responseTooLarge(limit:)``. A `Content-Length`
@@ -54,6 +57,9 @@ public final class URLSessionTransport: APITransport {
     /// small responses on Linux).
     public static var defaultConfiguration: URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
+        // The transport enforces each request's idle and total timeouts itself.
+        configuration.timeoutIntervalForRequest = APIRequestDefaults.maxTimeout
+        configuration.timeoutIntervalForResource = APIRequestDefaults.maxTimeout
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         return configuration
@@ -184,8 +190,13 @@ struct Transfer {
     let requestURL: URL?
     let options: APITransportOptions
     let maxBodySize: Int?
-    /// When the attempt times out, in uptime nanoseconds; `nil` for no limit.
+    /// When the attempt times out whatever flows (its total timeout), in uptime nanoseconds; `nil`
+    /// for no limit.
     let deadline: UInt64?
+    /// The idle timeout, in nanoseconds; `nil` for none.
+    let idleLimit: UInt64?
+    /// When a byte was last sent or received (or the attempt started), in uptime nanoseconds.
+    var lastActivity: UInt64
     let task: URLSessionTask
     let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
     /// The body received so far.
@@ -221,8 +232,26 @@ struct Transfer {
         self.maxBodySize = options.maxResponseBodySize.map { max(0, $0) }
         self.task = task
         self.completion = completion
-        self.deadline =
-            timeout > 0 && timeout < 1e9 ? DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9) : nil
+        let now = DispatchTime.now().uptimeNanoseconds
+        func nanoseconds(_ seconds: TimeInterval?) -> UInt64? {
+            guard let seconds, seconds.isFinite, seconds > 0 else { return nil }
+            return UInt64(min(seconds, APIRequestDefaults.maxTimeout) * 1e9)
+        }
+        self.deadline = nanoseconds(options.totalTimeout).map { now + $0 }
+        self.idleLimit = nanoseconds(timeout)
+        self.lastActivity = now
+    }
+
+    /// Whether the attempt is past its total or idle timeout at `now`; a stream whose consumer holds
+    /// the task back is not idle.
+    mutating func isPastTimeout(at now: UInt64) -> Bool {
+        if let deadline, deadline <= now { return true }
+        guard let idleLimit else { return false }
+        if pause?.isHoldingBack == true {
+            lastActivity = now
+            return false
+        }
+        return now >= lastActivity && now - lastActivity >= idleLimit
     }
 }
 
@@ -245,7 +274,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     func register(_ transfer: Transfer, for task: URLSessionTask) {
         let newTicker: (any DispatchSourceTimer)? = state.withLock { state in
             state.transfers[task.taskIdentifier] = transfer
-            guard transfer.deadline != nil, state.ticker == nil else { return nil }
+            guard transfer.deadline != nil || transfer.idleLimit != nil, state.ticker == nil else { return nil }
             let timer = DispatchSource.makeTimerSource(queue: .global())
             state.ticker = timer
             timer.setEventHandler { [weak self] in self?.checkDeadlines() }
@@ -262,12 +291,11 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             var expired: [URLSessionTask] = []
             var anyDeadline = false
             for index in state.transfers.indices {
-                guard let deadline = state.transfers.values[index].deadline,
-                    !state.transfers.values[index].timedOut
-                else { continue }
-                if deadline <= now {
+                let transfer = state.transfers.values[index]
+                guard transfer.deadline != nil || transfer.idleLimit != nil, !transfer.timedOut else { continue }
+                if state.transfers.values[index].isPastTimeout(at: now) {
                     state.transfers.values[index].timedOut = true
-                    expired.append(state.transfers.values[index].task)
+                    expired.append(transfer.task)
                 } else {
                     anyDeadline = true
                 }
@@ -343,6 +371,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let (tooLarge, sinks) = state.withLock { state -> (URLSessionTask?, Sinks) in
             let identifier = dataTask.taskIdentifier
             guard let transfer = state.transfers[identifier] else { return (nil, (nil, nil)) }
+            state.transfers[identifier]?.lastActivity = DispatchTime.now().uptimeNanoseconds
             let limit = transfer.maxBodySize
             let sinks: Sinks = (transfer.options.responseBodyFile, transfer.options.responseBodyStream)
             // A compressed body's announced length is not the length of the bytes counted.
@@ -408,6 +437,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             guard let index = state.transfers.index(forKey: identifier),
                 !state.transfers.values[index].bodyTooLarge
             else { return .nowhere }
+            state.transfers.values[index].lastActivity = DispatchTime.now().uptimeNanoseconds
             let options = state.transfers.values[index].options
             let expected = state.transfers.values[index].expectedBytes
             if state.transfers.values[index].streams, let stream = options.responseBodyStream,
@@ -461,7 +491,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
         totalBytesExpectedToSend: Int64
     ) {
-        let report = state.withLock { $0.transfers[task.taskIdentifier]?.options.progress }
+        let report = state.withLock { state in
+            state.transfers[task.taskIdentifier]?.lastActivity = DispatchTime.now().uptimeNanoseconds
+            return state.transfers[task.taskIdentifier]?.options.progress
+        }
         report?(.upload, totalBytesSent, totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : nil)
     }
 
@@ -601,6 +634,9 @@ final class StreamPause: Sendable {
             task.suspend()
         }
     }
+
+    /// Whether the task is suspended because the consumer is behind (its idle time does not count).
+    var isHoldingBack: Bool { state.withLock { $0.suspended } }
 
     /// The consumer caught up: a suspended task resumes.
     func ready(_ task: URLSessionTask) {

@@ -70,11 +70,15 @@ enum BuildRequestStage {
     /// Checks the request about to be sent: whatever set them (the request, `configure(_:)`,
     /// `urlRequest(for:)`, default headers, the credential, an interceptor), no header may inject
     /// lines into the request, and the timeout must be a positive, finite number of seconds.
-    static func check(_ request: URLRequest) throws(APIError) {
+    static func check(_ request: URLRequest, totalTimeout: TimeInterval? = nil) throws(APIError) {
         try HTTPFieldValidation.validate(request)
         let timeout = request.timeoutInterval
         guard timeout.isFinite, timeout > 0 else {
             throw APIError.invalidRequest(reason: "the timeout \(timeout) is not a positive, finite number of seconds")
+        }
+        if let totalTimeout, !(totalTimeout.isFinite && totalTimeout > 0) {
+            throw APIError.invalidRequest(
+                reason: "the total timeout \(totalTimeout) is not a positive, finite number of seconds")
         }
     }
 }

@@ -20,8 +20,11 @@ import FoundationNetworking
 ///   `GET` without a body.
 /// - gzip and deflate bodies are decompressed; the per-request body limit counts decompressed bytes
 ///   and stops the transfer with `APIError.responseTooLarge(limit:)`.
-/// - The request's `timeoutInterval` bounds the whole attempt, redirects included
-///   (`URLError(.timedOut)`).
+/// - The request's `timeoutInterval` (``APIRequest/timeout``) is its idle timeout: no byte sent or
+///   received for that long (each hop of a redirect counted alone; time a streamed body's consumer
+///   or a download's file writes hold the connection back does not count) fails the attempt with
+///   `URLError(.timedOut)`; `APITransportOptions.totalTimeout` bounds the whole attempt, redirects
+///   included.
 /// - Failures are mapped to the `URLError` codes the retry rules read: `.timedOut`,
 ///   `.cannotConnectToHost`, `.cannotFindHost`, `.networkConnectionLost`, `.cancelled`, `.badURL`.
 /// - Only `http` and `https` URLs are sent, and followed: any other scheme fails with
@@ -136,9 +139,13 @@ final class Exchange: APICancellable, Sendable {
         self.original = original
         self.options = options
         self.completion = completion
-        let timeout = original.timeoutInterval
-        self.deadline =
-            timeout.isFinite && timeout > 0 && timeout < 1e9 ? .now() + .nanoseconds(Int64(timeout * 1e9)) : nil
+        self.deadline = Self.timeAmount(options.totalTimeout).map { .now() + $0 }
+    }
+
+    /// `seconds` as a NIO time amount, at most ``APIRequestDefaults/maxTimeout``; `nil` for none.
+    static func timeAmount(_ seconds: TimeInterval?) -> TimeAmount? {
+        guard let seconds, seconds.isFinite, seconds > 0 else { return nil }
+        return .nanoseconds(Int64(min(seconds, APIRequestDefaults.maxTimeout) * 1e9))
     }
 
     func start() {
@@ -166,8 +173,10 @@ final class Exchange: APICancellable, Sendable {
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
             uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile),
-            file: options.responseBodyFile, stream: options.responseBodyStream)
+            file: options.responseBodyFile, stream: options.responseBodyStream,
+            idleLimit: Self.timeAmount(request.timeoutInterval))
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
+        collector.watchIdleTime(of: task)
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.cancelled else { return false }
             state.task = task
@@ -443,6 +452,15 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     private var writesToFile = false
     /// The last part handed to the thread pool for the file; the attempt ends after it.
     private var lastWrite: EventLoopFuture<Void>?
+    /// The idle timeout (the request's `timeoutInterval`); `nil` for none.
+    private let idleLimit: TimeAmount?
+    /// When a byte was last sent or received (or the exchange started).
+    private var lastActivity = NIODeadline.now()
+    /// Parts handed on and not yet taken (a stream's consumer behind, a file write on the pool): the
+    /// connection is held back on purpose, which is not idle time.
+    private var heldBack = 0
+    private var idleCheck: Scheduled<Void>?
+    private var ended = false
     /// Where a streamed body goes (``APITransportOptions/responseBodyStream``), once the head said
     /// it is one for the stream; the next part is read when the consumer has caught up.
     private let stream: APIResponseBodyStream?
@@ -451,8 +469,9 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     init(
         url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil,
-        file: APIResponseBodyFile? = nil, stream: APIResponseBodyStream? = nil
+        file: APIResponseBodyFile? = nil, stream: APIResponseBodyStream? = nil, idleLimit: TimeAmount? = nil
     ) {
+        self.idleLimit = idleLimit
         self.file = file
         self.stream = stream
         self.url = url
@@ -462,13 +481,73 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         self.uploadLength = uploadLength
     }
 
+    // MARK: The idle timeout
+
+    /// Starts counting idle time: fails the task with a read timeout once no byte went either way
+    /// for ``idleLimit`` (on the request's event loop, like every other access to this collector).
+    func watchIdleTime(of task: HTTPClient.Task<APIRawResponse>) {
+        guard idleLimit != nil else { return }
+        task.eventLoop.execute { [self] in
+            guard !ended else { return }
+            lastActivity = .now()
+            scheduleIdleCheck(of: task, in: idleLimit ?? .zero)
+        }
+    }
+
+    private func scheduleIdleCheck(of task: HTTPClient.Task<APIRawResponse>, in delay: TimeAmount) {
+        idleCheck = task.eventLoop.scheduleTask(in: delay) { [self] in checkIdleTime(of: task) }
+    }
+
+    private func checkIdleTime(of task: HTTPClient.Task<APIRawResponse>) {
+        guard !ended, let idleLimit else { return }
+        let now = NIODeadline.now()
+        if heldBack > 0 { lastActivity = now }
+        let idle = now - lastActivity
+        if idle >= idleLimit {
+            end()
+            task.fail(reason: HTTPClientError.readTimeout)
+        } else {
+            scheduleIdleCheck(of: task, in: idleLimit - idle)
+        }
+    }
+
+    /// A byte went one way or the other.
+    private func active() { lastActivity = .now() }
+
+    /// The exchange is over: no more idle checks.
+    private func end() {
+        ended = true
+        idleCheck?.cancel()
+        idleCheck = nil
+    }
+
+    /// Counts `future` as holding the connection back until it completes.
+    private func holdBack(_ future: EventLoopFuture<Void>) -> EventLoopFuture<Void> {
+        heldBack += 1
+        future.whenComplete { [self] _ in
+            heldBack -= 1
+            active()
+        }
+        return future
+    }
+
+    func didReceiveError(task: HTTPClient.Task<APIRawResponse>, _ error: any Error) {
+        end()
+    }
+
+    func didSendRequestHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPRequestHead) {
+        active()
+    }
+
     func didSendRequestPart(task: HTTPClient.Task<APIRawResponse>, _ part: IOData) {
+        active()
         guard let progress else { return }
         uploaded += Int64(part.readableBytes)
         progress(.upload, uploaded, uploadLength)
     }
 
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        active()
         self.head = head
         // SwiftNIO's decompressor decodes one gzip or deflate coding and passes anything else on
         // as it is: a body it cannot decode fails clearly instead of reaching a decoder as noise.
@@ -509,13 +588,14 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
+        active()
         if streams, let stream {
             streamed += Int64(part.readableBytes)
             progress?(.download, streamed, expectedDownload)
             let promise = task.eventLoop.makePromise(of: Void.self)
             let goOn = stream.write(Data(buffer: part, byteTransferStrategy: .noCopy)) { promise.succeed(()) }
             if goOn { promise.succeed(()) }
-            return promise.futureResult
+            return holdBack(promise.futureResult)
         }
         if writesToFile, let file {
             // Off the event loop; the next part is read once this one is written (backpressure).
@@ -527,7 +607,7 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
                 progress?(.download, file.receivedBytes, expected)
             }
             lastWrite = write
-            return write
+            return holdBack(write)
         }
         var part = part
         if body == nil {
@@ -569,6 +649,7 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func didFinishRequest(task: HTTPClient.Task<APIRawResponse>) throws -> APIRawResponse {
+        end()
         guard let head else { throw URLError(.badServerResponse) }
         let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) } ?? Data()
         // The list as received: the dictionary is built only if someone asks for it.

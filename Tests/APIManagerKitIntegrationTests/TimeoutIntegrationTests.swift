@@ -1,0 +1,76 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `timeout` is an idle timeout and `totalTimeout` bounds the whole attempt (the corrections issue,
+/// item 11), on the transport under test, scaled down: an idle limit of 1 s and bytes every 0.3 s
+/// for 3 s run to the end; a body that stops for 3 s fails within the idle limit.
+@Suite(
+    "Integration: idle and total timeouts", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(2))
+)
+struct TimeoutIntegrationTests {
+    struct SlowRequest: APIRequest {
+        var url = Server.url
+        var path: String
+        var parameters: APIParameters = .none
+        var timeout: TimeInterval = 1
+        var totalTimeout: TimeInterval?
+        var download: APIDownload?
+    }
+
+    final class Slow: APIManager, @unchecked Sendable {
+        typealias Request = SlowRequest
+        typealias Response = APIRawResponse
+        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+    }
+
+    @Test func aStreamWhoseBytesKeepComingRunsPastItsIdleLimit() async throws {
+        let request = SlowRequest(path: "fixture/sse", parameters: .query(["count": 10, "interval": 0.3]))
+        let started = Date()
+        var ids: [String] = []
+        for try await event in Slow().events(for: request) { ids.append(event.id ?? "-") }
+        #expect(ids == (1...10).map(String.init))
+        #expect(Date().timeIntervalSince(started) > 2.5, "it ran for about 3 s with an idle limit of 1 s")
+    }
+
+    @Test func aDownloadWhoseBytesKeepComingRunsPastItsIdleLimit() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("TimeoutIntegrationTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("slow.bin")
+        let response = try await Slow().response(
+            for: SlowRequest(
+                path: "fixture/trickle", parameters: .query(["count": 11, "interval": 0.3]),
+                download: APIDownload(to: destination)))
+        #expect(response.fileURL == destination)
+        #expect((try? FileManager.default.attributesOfItem(atPath: destination.path))?[.size] as? Int == 1100)
+    }
+
+    @Test func aBodyThatStopsFailsAtItsIdleLimit() async {
+        let started = Date()
+        let error = await failure { () async throws(APIError) in
+            try await Slow().response(
+                for: SlowRequest(
+                    path: "fixture/trickle", parameters: .query(["count": 3, "interval": 0.1, "stall": 4])))
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .timedOut, "\(String(describing: error))")
+        #expect(Date().timeIntervalSince(started) < 3.5, "about 1 s after the last byte, not at the end of the stall")
+    }
+
+    @Test func aTotalTimeoutEndsAnAttemptWhoseBytesKeepComing() async {
+        let started = Date()
+        let error = await failure { () async throws(APIError) in
+            try await Slow().response(
+                for: SlowRequest(
+                    path: "fixture/trickle", parameters: .query(["count": 20, "interval": 0.3]), timeout: 5,
+                    totalTimeout: 1))
+        }
+        #expect((error?.underlyingError as? URLError)?.code == .timedOut, "\(String(describing: error))")
+        #expect(Date().timeIntervalSince(started) < 4, "at about 1 s, not after 6 s of bytes")
+    }
+}
