@@ -24,7 +24,7 @@ let package = Package(
         // Runs against the real server Scripts/test.sh starts; skipped (and says so) without it.
         .testTarget(
             name: "APIManagerKitIntegrationTests",
-            dependencies: ["APIManagerKit"],
+            dependencies: ["APIManagerKit", "APIManagerKitTesting"],
             exclude: ["README.md"]
         ),
     ],
