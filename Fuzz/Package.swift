@@ -9,7 +9,7 @@ let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
     "FuzzLenientMapping", "FuzzSetCookie", "FuzzMultipart",
-    "FuzzServerSentEvents", "FuzzJSONLines",
+    "FuzzServerSentEvents", "FuzzJSONLines", "FuzzContentRange",
 ]
 
 let package = Package(

@@ -94,4 +94,54 @@ struct DownloadIntegrationTests {
         #expect(response.statusCode == 200, "If-Range did not match: the whole file")
         #expect(try sha256Hex(ofFile: destination) == (try await Self.expectedDigest(size)))
     }
+
+    // MARK: A resumed file is the server's whole file or nothing (the corrections issue, items 1–3)
+
+    /// A partial file of the first 100 bytes of `/fixture/range-answer/MODE` (the pattern i % 251)
+    /// with its record (validator "one"), then the request that resumes it.
+    private static func resume(_ mode: String, in directory: URL) async -> (APIDownload, APIError?) {
+        let destination = directory.appendingPathComponent("\(mode).bin")
+        let download = APIDownload(to: destination)
+        let pattern = Data((0..<1000).map { UInt8($0 % 251) })
+        try? pattern.prefix(100).write(to: download.partialFile)
+        let url = "\(Server.url.absoluteString)/fixture/range-answer/\(mode)"
+        let record = #"{"url":"\#(url)","validator":"\"one\"","completeLength":1000}"#
+        try? Data(record.utf8).write(
+            to: directory.appendingPathComponent(".\(mode).bin.apidownload-resume"))
+        let error = await failure { () async throws(APIError) in
+            try await Files().response(for: FileRequest(path: "fixture/range-answer/\(mode)", download: download))
+        }
+        return (download, error)
+    }
+
+    @Test func aPartWithAnInvalidContentRangeIsRefusedAndDropped() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (download, error) = await Self.resume("invalid", in: directory)
+        guard case .invalidRequest? = error else {
+            Issue.record("expected invalidRequest, got \(String(describing: error))")
+            return
+        }
+        #expect(!FileManager.default.fileExists(atPath: download.destination.path))
+        #expect(!FileManager.default.fileExists(atPath: download.partialFile.path), "the part is dropped")
+    }
+
+    @Test func aPartOfAnotherVersionStartsOverFromTheFirstByte() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (download, error) = await Self.resume("other-etag", in: directory)
+        #expect(error == nil, "\(String(describing: error))")
+        let file = try Data(contentsOf: download.destination)
+        #expect(file == Data((0..<1000).map { UInt8($0 % 251) }), "version one, whole, never joined to two")
+    }
+
+    @Test func aPartThatEndsBeforeTheCompleteLengthIsKeptAndNotMovedIntoPlace() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (download, error) = await Self.resume("short", in: directory)
+        #expect((error?.underlyingError as? URLError)?.code == .networkConnectionLost, "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: download.destination.path), "never taken for the whole")
+        let part = try Data(contentsOf: download.partialFile)
+        #expect(part == Data((0..<110).map { UInt8($0 % 251) }), "the part and the 10 bytes that came")
+    }
 }

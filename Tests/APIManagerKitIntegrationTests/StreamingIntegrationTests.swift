@@ -65,6 +65,40 @@ struct StreamingIntegrationTests {
         #expect(ids == (1...6).map { String($0) }, "every event once, the half-sent one again after the drop")
     }
 
+    /// The corrections issue, item 6: a `200 application/json` is not an event stream: the stream
+    /// fails at once, typed, and is never reconnected (it was read as events and reconnected
+    /// without end).
+    @Test func anAnswerThatIsNotAnEventStreamFailsForGood() async {
+        let started = Date()
+        var events = 0
+        var thrown: (any Error)?
+        do {
+            let stream = Raw().events(
+                for: HTTPRequest("json"), reconnection: APIReconnection(maxAttempts: 5, delay: 0.1))
+            for try await _ in stream { events += 1 }
+        } catch {
+            thrown = error
+        }
+        guard case .rejected(let underlying, let response)? = thrown as? APIError else {
+            Issue.record("expected a rejection, got \(String(describing: thrown))")
+            return
+        }
+        #expect((underlying as? APIServerSentEventStream.NotAnEventStream)?.contentType == "application/json")
+        #expect(response.statusCode == 200)
+        #expect(events == 0)
+        #expect(Date().timeIntervalSince(started) < 2, "no reconnection")
+    }
+
+    /// Item 7: after an `id` field with no value, the reconnection carries no `Last-Event-ID`.
+    @Test func anEmptyLastEventIDIsNotSent() async throws {
+        let request = HTTPRequest("fixture/sse-empty-id", parameters: ["realm": .string(UUID().uuidString)])
+        var data: [String] = []
+        for try await event in Raw().events(for: request, reconnection: APIReconnection(maxAttempts: 3)) {
+            data.append(event.data)
+        }
+        #expect(data == ["a", "b", "last-event-id=(none)"], "not an empty header")
+    }
+
     @Test func jsonLinesAreDecodedAsTheyArrive() async throws {
         struct Line: Decodable, Sendable {
             let n: Int

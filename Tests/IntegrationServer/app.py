@@ -21,6 +21,8 @@ _truncated_counts = {}
 # Per realm: the Range header of each request to /fixture/file (or "-"), and whether its cut was made.
 _file_log = {}
 _file_cut_done = set()
+# Per realm: the requests /fixture/sse-empty-id has answered.
+_sse_empty_id = {}
 
 
 def _pattern(start, count):
@@ -75,6 +77,50 @@ def fixture(environ, start_response):
     route = parts[1] if len(parts) > 1 else ""
     arg = parts[2] if len(parts) > 2 else ""
     query = _query(environ)
+
+    if route == "sse-empty-id":
+        # Per ?realm=R: the first request gets an event with id 7, then one after an empty `id`
+        # field, then the connection drops; the second gets one event saying which Last-Event-ID it
+        # carried ("(none)" without the header) and ends; later ones get 204.
+        realm = query.get("realm", "")
+        with _lock:
+            _sse_empty_id[realm] = _sse_empty_id.get(realm, 0) + 1
+            number = _sse_empty_id[realm]
+        if number > 2:
+            start_response("204 No Content", [])
+            return [b""]
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        if number == 2:
+            seen = environ.get("HTTP_LAST_EVENT_ID")
+            return [("retry: 100\ndata: last-event-id=%s\n\n" % ("(none)" if seen is None else repr(seen))).encode()]
+
+        def dropping():
+            yield b"retry: 100\nid: 7\ndata: a\n\nid\ndata: b\n\n"
+            raise ConnectionAbortedError("dropped on purpose")
+        return dropping()
+
+    if route == "range-answer":
+        # A file of ?size=N bytes (the pattern i % 251, ETag "one") that answers a Range request
+        # wrongly, as /fixture/range-answer/MODE says: `invalid` (a Content-Range whose last byte is
+        # the complete length), `other-etag` (the rest of another version, ETag "two"), `short` (the
+        # next 10 bytes only). Without Range: the whole file, 200.
+        size = min(int(query.get("size", "1000")), 1 << 20)
+        byte_range = environ.get("HTTP_RANGE")
+        if not byte_range:
+            start_response("200 OK", [("ETag", '"one"'), ("Content-Length", str(size))])
+            return [_pattern(0, size)]
+        first = int(byte_range[6:].split("-")[0] or "0")
+        if arg == "invalid":
+            headers = [("ETag", '"one"'), ("Content-Range", "bytes %d-%d/%d" % (first, size - 1, size - 1))]
+            body = _pattern(first, size - first)
+        elif arg == "other-etag":
+            headers = [("ETag", '"two"'), ("Content-Range", "bytes %d-%d/%d" % (first, size - 1, size))]
+            body = bytes([0xEE]) * (size - first)
+        else:
+            headers = [("ETag", '"one"'), ("Content-Range", "bytes %d-%d/%d" % (first, first + 9, size))]
+            body = _pattern(first, 10)
+        start_response("206 Partial Content", headers + [("Content-Length", str(len(body)))])
+        return [body]
 
     if route == "trickle":
         # ?count=N parts of 100 bytes (N * 100 with its Content-Length), ?interval=S seconds apart

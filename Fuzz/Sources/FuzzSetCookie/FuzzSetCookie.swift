@@ -11,6 +11,10 @@ public func fuzzSetCookie(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let store = APICookieStore()
     let origin = URL(string: "https://api.shop.example.com/v1/items")!
     store.store(setCookie: [text], from: origin, at: now)
+    // A value URLSession joined from several fields: split only where a join can be told apart.
+    let fields = CookieRules.splitJoined(text)
+    for field in fields { precondition(text.contains(field), "\(text.debugDescription) split into \(field)") }
+    store.store(setCookie: fields, from: origin, at: now)
     _ = CookieRules.cookieDate(text)
     for cookie in store.allCookies {
         precondition(!cookie.name.isEmpty, "\(text.debugDescription) stored a nameless cookie")
