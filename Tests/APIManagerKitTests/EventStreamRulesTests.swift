@@ -52,26 +52,6 @@ struct EventStreamRulesTests {
         return (clock, mock, APIEngine(transport: mock, clock: clock, delivery: .immediate, execution: .inline))
     }
 
-    /// Consumes `events` on another task while the test moves the clock, until it ends.
-    private func drain(_ events: APIServerSentEventStream, clock: TestClock) async -> ([String], (any Error)?) {
-        let result = Locked<([String], (any Error)?)?>(nil)
-        let consumer = Task {
-            var seen: [String] = []
-            do {
-                for try await event in events { seen.append("\(event.id ?? "-"):\(event.data)") }
-                result.withLock { $0 = (seen, nil) }
-            } catch {
-                result.withLock { $0 = (seen, error) }
-            }
-        }
-        for _ in 0..<20_000 where result.withLock({ $0 == nil }) {
-            await Task.yield()
-            clock.advance(by: 0.25)
-        }
-        consumer.cancel()
-        return result.withLock { $0 } ?? ([], CancellationError())
-    }
-
     // MARK: Item 6: only a 200 text/event-stream is read
 
     @Test(
@@ -87,7 +67,7 @@ struct EventStreamRulesTests {
         let (clock, mock, engine) = self.engine(Array(repeating: reply, count: 10))
         let feed = Feed(engine: engine)
         let events = feed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 5, delay: 1))
-        let (seen, error) = await drain(events, clock: clock)
+        let (seen, error) = await drainEvents(events, clock: clock)
         #expect(seen.isEmpty, "no event read from \(status) \(contentType ?? "-")")
         guard case .rejected(let underlying, let response)? = error as? APIError else {
             Issue.record("expected a rejection, got \(String(describing: error))")
@@ -107,7 +87,7 @@ struct EventStreamRulesTests {
             .status(200, headers: ["Content-Type": contentType], body: Data("id: 1\ndata: a\n\n".utf8)),
             .status(204),
         ])
-        let (seen, error) = await drain(
+        let (seen, error) = await drainEvents(
             Feed(engine: engine).events(for: FeedRequest(), reconnection: APIReconnection(delay: 1)), clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a"])
@@ -115,7 +95,7 @@ struct EventStreamRulesTests {
 
     @Test func anErrorStatusIsStillTheTasksStatusError() async {
         let (clock, mock, engine) = self.engine([.json("{}", status: 503), .json("{}", status: 503)])
-        let (_, error) = await drain(
+        let (_, error) = await drainEvents(
             Feed(engine: engine).events(for: FeedRequest(), reconnection: APIReconnection(delay: 1)), clock: clock)
         #expect((error as? APIError)?.statusCode == 503)
         #expect(mock.records.count == 1)
@@ -133,7 +113,7 @@ struct EventStreamRulesTests {
             .status(200, headers: Self.eventStream, body: Data("id: 5\ndata: c\n\n".utf8)).cut(after: 15),
             .status(204),
         ])
-        let (seen, error) = await drain(
+        let (seen, error) = await drainEvents(
             Feed(engine: engine).events(
                 for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 1)),
             clock: clock)
@@ -167,7 +147,7 @@ struct EventStreamRulesTests {
             ).cut(after: 37),
             .status(204),
         ])
-        let (seen, _) = await drain(
+        let (seen, _) = await drainEvents(
             Feed(engine: engine).events(for: FeedRequest(), reconnection: APIReconnection(delay: 1, maxDelay: 7)),
             clock: clock)
         #expect(seen == ["-:a"])
@@ -228,7 +208,7 @@ struct EventStreamRulesTests {
             .status(200, headers: Self.eventStream, body: Data("id: 2\ndata: b\n\n".utf8)).cut(after: 15),
             .status(204),
         ])
-        let (seen, error) = await drain(
+        let (seen, error) = await drainEvents(
             Feed(engine: engine).events(
                 for: FeedRequest(concurrencyScope: "feed", concurrencyPolicy: .cancelOthers),
                 reconnection: APIReconnection(delay: 1)), clock: clock)
@@ -246,7 +226,7 @@ struct EventStreamRulesTests {
         ])
         let feed = VersionedFeed(engine: engine)
         let events = feed.events(for: FeedRequest(concurrencyScope: scope))
-        let (seen, error) = await drain(events, clock: clock)
+        let (seen, error) = await drainEvents(events, clock: clock)
         #expect(seen == ["1:a"])
         guard case .rejected(let underlying, _)? = error as? APIError else {
             Issue.record("the loop must end with the task's error, got \(String(describing: error))")

@@ -352,26 +352,6 @@ struct StreamingTests {
 
     // MARK: Reconnecting event streams
 
-    /// Consumes `events` on another task while the test moves the clock, until it ends.
-    private func drain(_ events: APIServerSentEventStream, clock: TestClock) async -> ([String], (any Error)?) {
-        let result = Locked<([String], (any Error)?)?>(nil)
-        let consumer = Task {
-            var seen: [String] = []
-            do {
-                for try await event in events { seen.append("\(event.id ?? "-"):\(event.data)") }
-                result.withLock { $0 = (seen, nil) }
-            } catch {
-                result.withLock { $0 = (seen, error) }
-            }
-        }
-        for _ in 0..<20_000 where result.withLock({ $0 == nil }) {
-            await Task.yield()
-            clock.advance(by: 0.25)
-        }
-        consumer.cancel()
-        return result.withLock { $0 } ?? ([], CancellationError())
-    }
-
     @Test(arguments: [nil, "feed"] as [String?])
     func aDroppedEventStreamReconnectsWithLastEventIDAfterTheServersRetry(scope: String?) async throws {
         let (clock, mock, feed, _) = make(.status(200, headers: Self.eventStream))
@@ -389,7 +369,7 @@ struct StreamingTests {
             }
         }
         let events = feed.events(for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 9))
-        let (seen, error) = await drain(events, clock: clock)
+        let (seen, error) = await drainEvents(events, clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a", "2:b", "3:c"])
         #expect(
@@ -410,7 +390,7 @@ struct StreamingTests {
         let (clock, mock, feed, _) = make(Self.parkingFeed, .status(204))
         let events = feed.events(
             for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 1, maxDelay: 5))
-        let (seen, error) = await drain(events, clock: clock)
+        let (seen, error) = await drainEvents(events, clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a"])
         #expect(mock.records.count == 2, "reconnected, then the 204 ended it")
@@ -448,7 +428,7 @@ struct StreamingTests {
             MockTransport.Reply.status(200, headers: Self.eventStream, body: Data("id: 1\ndata: a\n\ndata: b".utf8))
                 .inChunks(2, every: 1)
                 .cut(after: 20))
-        let (seen, error) = await drain(feed.events(for: FeedRequest()), clock: clock)
+        let (seen, error) = await drainEvents(feed.events(for: FeedRequest()), clock: clock)
         #expect(seen == ["1:a"])
         #expect((error as? APIError).map(describe) == "transport(\(URLError.Code.networkConnectionLost.rawValue))")
         #expect(mock.records.count == 1)
@@ -457,14 +437,14 @@ struct StreamingTests {
     @Test func anErrorStatusIsNotReconnectedAndReconnectionsAreBounded() async {
         let (clock, mock, feed, _) = make(
             .status(200, headers: Self.eventStream, body: Data("data: x\n\n".utf8)), .json("{}", status: 500))
-        let (seen, error) = await drain(
+        let (seen, error) = await drainEvents(
             feed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)), clock: clock)
         #expect(seen == ["-:x"])
         #expect((error as? APIError)?.statusCode == 500)
         #expect(mock.records.count == 2)
 
         let (quietClock, quiet, quietFeed, _) = make(.status(200, headers: Self.eventStream))
-        let (none, end) = await drain(
+        let (none, end) = await drainEvents(
             quietFeed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)),
             clock: quietClock)
         #expect(none.isEmpty && end == nil)

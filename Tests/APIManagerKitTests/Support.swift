@@ -251,3 +251,25 @@ final class HeldSinkTransport: OptionsTransport, @unchecked Sendable {
         func cancel() { transport.cancelled = true }
     }
 }
+
+/// Consumes `events` on another task while the test moves `clock` a quarter second at a time, until
+/// the stream ends (or 20,000 turns pass: a starved consumer under ThreadSanitizer gets its turns);
+/// each event as `id:data` (`-` for no ID), and the error it ended with.
+func drainEvents(_ events: APIServerSentEventStream, clock: TestClock) async -> ([String], (any Error)?) {
+    let result = Locked<([String], (any Error)?)?>(nil)
+    let consumer = Task {
+        var seen: [String] = []
+        do {
+            for try await event in events { seen.append("\(event.id ?? "-"):\(event.data)") }
+            result.withLock { $0 = (seen, nil) }
+        } catch {
+            result.withLock { $0 = (seen, error) }
+        }
+    }
+    for _ in 0..<20_000 where result.withLock({ $0 == nil }) {
+        await Task.yield()
+        clock.advance(by: 0.25)
+    }
+    consumer.cancel()
+    return result.withLock { $0 } ?? ([], CancellationError())
+}

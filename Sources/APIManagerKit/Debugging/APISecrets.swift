@@ -193,35 +193,39 @@ public enum APISecrets {
 
     /// The `boundary` parameter of a `Content-Type`, quoted or not (RFC 2046 §5.1.1).
     static func multipartBoundary(_ contentType: String) -> String? {
-        for parameter in contentType.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary" else {
-                continue
-            }
-            var value = pair[1].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-                value = String(value.dropFirst().dropLast()).replacingOccurrences(of: "\\", with: "")
-            }
-            return value.isEmpty ? nil : value
-        }
-        return nil
+        parameter("boundary", of: Substring(contentType)).flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The `name` of a part's `Content-Disposition: form-data`, from the part's header lines.
     private static func formFieldName(_ headers: String) -> String? {
-        for line in headers.split(whereSeparator: \.isNewline) {
-            guard line.lowercased().hasPrefix("content-disposition:") else { continue }
-            for parameter in line.split(separator: ";").dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "name" else {
+        for line in headers.split(whereSeparator: \.isNewline)
+        where line.lowercased().hasPrefix("content-disposition:") {
+            return parameter("name", of: line).map { $0.removingPercentEncoding ?? $0 }
+        }
+        return nil
+    }
+
+    /// The value of the parameter `name` (compared without case) of a header field's value
+    /// (`type; name=value`), a quoted string unquoted and unescaped (RFC 9110 §5.6.4, §5.6.6).
+    private static func parameter(_ name: String, of field: Substring) -> String? {
+        for parameter in field.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else {
+                continue
+            }
+            let value = pair[1].trimmingCharacters(in: .whitespaces)
+            guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
+            var unquoted = ""
+            var escaped = false
+            for character in value.dropFirst().dropLast() {
+                if !escaped, character == "\\" {
+                    escaped = true
                     continue
                 }
-                var value = pair[1].trimmingCharacters(in: .whitespaces)
-                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-                    value = String(value.dropFirst().dropLast())
-                }
-                return value.removingPercentEncoding ?? value
+                escaped = false
+                unquoted.append(character)
             }
+            return unquoted
         }
         return nil
     }
