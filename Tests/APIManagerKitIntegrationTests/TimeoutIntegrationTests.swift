@@ -7,8 +7,10 @@ import FoundationNetworking
 #endif
 
 /// `timeout` is an idle timeout and `totalTimeout` bounds the whole attempt (the corrections issue,
-/// item 11), on the transport under test, scaled down: an idle limit of 1 s and bytes every 0.3 s
-/// for 3 s run to the end; a body that stops for 3 s fails within the idle limit.
+/// item 11), on the transport under test, scaled down: an idle limit of 2 s and bytes every 0.25 s
+/// for 5 s run to the end; a body that stops for 4 s fails at its idle limit. (An idle limit of
+/// 1 s left too little margin under ThreadSanitizer on a busy machine, where URLSession's delegate
+/// queue on Linux hands parts over late; the tests run one at a time for the same reason.)
 @Suite(
     "Integration: idle and total timeouts", .enabled(if: Server.isAvailable, Server.skipReason), .timeLimit(.minutes(2))
 )
@@ -17,7 +19,7 @@ struct TimeoutIntegrationTests {
         var url = Server.url
         var path: String
         var parameters: APIParameters = .none
-        var timeout: TimeInterval = 1
+        var timeout: TimeInterval = 2
         var totalTimeout: TimeInterval?
         var download: APIDownload?
     }
@@ -29,12 +31,12 @@ struct TimeoutIntegrationTests {
     }
 
     @Test func aStreamWhoseBytesKeepComingRunsPastItsIdleLimit() async throws {
-        let request = SlowRequest(path: "fixture/sse", parameters: .query(["count": 10, "interval": 0.3]))
+        let request = SlowRequest(path: "fixture/sse", parameters: .query(["count": 20, "interval": 0.25]))
         let started = Date()
         var ids: [String] = []
         for try await event in Slow().events(for: request) { ids.append(event.id ?? "-") }
-        #expect(ids == (1...10).map(String.init))
-        #expect(Date().timeIntervalSince(started) > 2.5, "it ran for about 3 s with an idle limit of 1 s")
+        #expect(ids == (1...20).map(String.init))
+        #expect(Date().timeIntervalSince(started) > 4.5, "it ran for about 5 s with an idle limit of 2 s")
     }
 
     @Test func aDownloadWhoseBytesKeepComingRunsPastItsIdleLimit() async throws {
@@ -45,10 +47,10 @@ struct TimeoutIntegrationTests {
         let destination = directory.appendingPathComponent("slow.bin")
         let response = try await Slow().response(
             for: SlowRequest(
-                path: "fixture/trickle", parameters: .query(["count": 11, "interval": 0.3]),
+                path: "fixture/trickle", parameters: .query(["count": 21, "interval": 0.25]),
                 download: APIDownload(to: destination)))
         #expect(response.fileURL == destination)
-        #expect((try? FileManager.default.attributesOfItem(atPath: destination.path))?[.size] as? Int == 1100)
+        #expect((try? FileManager.default.attributesOfItem(atPath: destination.path))?[.size] as? Int == 2100)
     }
 
     @Test func aBodyThatStopsFailsAtItsIdleLimit() async {
@@ -56,10 +58,10 @@ struct TimeoutIntegrationTests {
         let error = await failure { () async throws(APIError) in
             try await Slow().response(
                 for: SlowRequest(
-                    path: "fixture/trickle", parameters: .query(["count": 3, "interval": 0.1, "stall": 4])))
+                    path: "fixture/trickle", parameters: .query(["count": 3, "interval": 0.1, "stall": 6])))
         }
         #expect((error?.underlyingError as? URLError)?.code == .timedOut, "\(String(describing: error))")
-        #expect(Date().timeIntervalSince(started) < 3.5, "about 1 s after the last byte, not at the end of the stall")
+        #expect(Date().timeIntervalSince(started) < 5.5, "about 2 s after the last byte, not at the end of the stall")
     }
 
     @Test func aTotalTimeoutEndsAnAttemptWhoseBytesKeepComing() async {
