@@ -23,7 +23,11 @@ import FoundationNetworking
 ///   with `URLError(.timedOut)`. The Linux URLSession ignores a request's own timeout and applies the
 ///   configuration's `timeoutIntervalForRequest` as an idle limit: ``defaultConfiguration`` sets it
 ///   to ``APIRequestDefaults/maxTimeout`` so that the request's own counts; a configuration of yours
-///   keeps its own, which then applies too.
+///   keeps its own, which then applies too. Idle time is counted from when the session hands the
+///   transport a part: on Linux every task's parts pass through the session's one delegate queue, so
+///   a stream beside a transfer that floods it (a refused gzip bomb, hundreds of MiB) gets its parts
+///   late, and a short idle limit can expire while bytes flow; give such sessions a transport of
+///   their own, or a generous `timeout`.
 /// - The body is collected chunk by chunk, so a body limit
 ///   (``APITransportOptions/maxResponseBodySize``) stops the transfer as soon as the decompressed
 ///   body passes it, and fails with ``APIError/responseTooLarge(limit:)``. A `Content-Length`
