@@ -14,19 +14,8 @@ import FoundationNetworking
 
 @Suite("Event streams: the standard's rules", .timeLimit(.minutes(1)))
 struct EventStreamRulesTests {
-    struct FeedRequest: APIRequest {
-        var url = testBaseURL
-        var path = "/feed"
-        var concurrencyScope: String?
-        var concurrencyPolicy: APIConcurrencyPolicy = .default
-    }
-
-    final class Feed: APIManager {
-        typealias Request = FeedRequest
-        typealias Response = APIRawResponse
-        let engine: APIEngine
-        init(engine: APIEngine) { self.engine = engine }
-    }
+    typealias FeedRequest = StreamingTests.FeedRequest
+    typealias Feed = StreamingTests.Feed
 
     /// A response that builds only when the server names its version.
     struct Versioned: APIResponse {
@@ -158,7 +147,8 @@ struct EventStreamRulesTests {
 
     // MARK: Item 9: a reconnection never cancels a newer task of its scope
 
-    @Test func aCancelOthersStreamSupersededWhileWaitingToReconnectEndsAndLeavesTheNewerTask() async {
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aCancelOthersStreamSupersededWhileWaitingToReconnectEndsAndLeavesTheNewerTask(scope: String?) async {
         let clock = TestClock()
         let mock = MockTransport(clock: clock)
         mock.stub(
@@ -169,7 +159,7 @@ struct EventStreamRulesTests {
                 .status(200, body: Data("newer".utf8)).after(30),
             ])
         let feed = Feed(engine: APIEngine(transport: mock, clock: clock, delivery: .immediate, execution: .inline))
-        let request = FeedRequest(concurrencyScope: "feed", concurrencyPolicy: .cancelOthers)
+        let request = FeedRequest(concurrencyScope: scope, concurrencyPolicy: .cancelOthers)
         let events = feed.events(for: request, reconnection: APIReconnection(delay: 5))
         let result = Locked<([String], (any Error)?)?>(nil)
         let consumer = Task {
