@@ -64,7 +64,9 @@ struct RequestSharingTests {
         let request = ProfileRequest(headers: ["Accept": "application/json"])
         async let typed = manager.response(for: request)
         async let untyped = raw.response(for: request)
-        while transport.pendingCount == 0 || manager.engine.inFlightCount < 2 { await Task.yield() }
+        // Both attempts on board before the answer: a task counts as in flight before its attempt
+        // boards, and a sender that boards after the answer makes a request of its own.
+        while manager.engine.sharedFlights.boardedCount < 2 { await Task.yield() }
         #expect(transport.records.count == 1)
         transport.releaseAll()
         let (profile, response) = try await (typed, untyped)

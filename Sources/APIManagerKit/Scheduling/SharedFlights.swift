@@ -183,6 +183,9 @@ final class SharedFlights: Sendable {
     /// The number of flights in the air (tests).
     var count: Int { state.withLock { $0.flights.count } }
 
+    /// The number of attempts on board of every flight (tests).
+    var boardedCount: Int { state.withLock { $0.flights.values.reduce(0) { $0 + $1.members.count } } }
+
     /// The handle each attempt gets in place of the transport's: cancelling it leaves the flight.
     private struct MemberHandle: APICancellable {
         let flights: SharedFlights
