@@ -275,6 +275,30 @@ struct DownloadTests {
         #expect(transport.file?.resumeOffset == 300)
     }
 
+    /// A head the transport gives after the task was cancelled (its callback was already on its
+    /// way) must not open the partial file: opening it for a `200` would empty the resumed part.
+    @Test(arguments: [nil, "files"] as [String?])
+    func aHeadArrivingAfterACancellationLeavesTheResumedPartWhole(scope: String?) throws {
+        try Data(Self.full.prefix(300)).write(to: APIDownload(to: destination).partialFile)
+        try ResumeRecord(url: URL(string: "https://api.test/report.bin"), validator: "\"v1\"", completeLength: 1000)
+            .save(to: APIDownload(to: destination).resumeRecord)
+        let transport = HeldSinkTransport()
+        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let task = files.send(FileRequest(download: APIDownload(to: destination), concurrencyScope: scope))
+        let file = try #require(transport.file)
+        #expect(file.resumeOffset == 300)
+        task.cancel()
+        #expect(throws: APIError.self, "the transport is told to stop") {
+            try file.begin(statusCode: 200, headers: ["ETag": "\"v2\"", "Content-Length": "1000"])
+        }
+        try file.write(Self.full)
+        transport.completion?(.success(APIRawResponse(statusCode: 200, headers: ["ETag": "\"v2\""], body: Data())))
+        #expect(task.state.name == "cancelled(explicit)")
+        #expect(try Data(contentsOf: APIDownload(to: destination).partialFile) == Self.full.prefix(300))
+        #expect(ResumeRecord.load(from: APIDownload(to: destination).resumeRecord)?.validator == "\"v1\"")
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
+
     /// URLSession on Linux answers with success when its delegate queue is behind: the body was read
     /// before the cancellation reached it, and its parts are still queued.
     @Test(arguments: [nil, "files"] as [String?])

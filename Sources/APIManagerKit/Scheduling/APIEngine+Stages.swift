@@ -262,8 +262,7 @@ extension APIEngine {
         }
         if let stream = attempt.stream {
             // A cut body never ends the stream as whole: the task's cancellation ends it.
-            if stream.isCancelled { answer = .failure(URLError(.cancelled)) }
-            if case .success(let raw) = answer { stream.buffer.status.withLock { $0 = raw.statusCode } }
+            if stream.finish(answer) == .cancelled { answer = .failure(URLError(.cancelled)) }
             switch answer {
             case .success(let raw)
             where stream.buffer.expectsEventStream && (200..<300).contains(raw.statusCode) && raw.statusCode != 204
@@ -276,8 +275,7 @@ extension APIEngine {
                             statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")),
                         response: raw))
             case .success(var raw) where (200..<300).contains(raw.statusCode):
-                // A transport that does not stream gave the body whole.
-                if !stream.isStreaming { _ = stream.buffer.push(raw.body) {} }
+                // A body the transport gave whole went to the stream in `finish`.
                 // The stream ends with the task (ManagedTask.deliver), once its typed response
                 // built or failed to: a response that does not build ends it with that error.
                 if stream.buffer.pushedBytes > 0 { attempt.mayRetry = false }

@@ -43,29 +43,23 @@ public final class APIResponseBodyStream: Sendable {
     private static let spillLimitSetting = LockedState<Int64>(512 << 20)
 
     let buffer: StreamBuffer
-    private struct State {
-        var streaming = false
-        /// Whether the attempt was cancelled (``cancel()``).
-        var cancelled = false
-    }
-    private let state = LockedState(State())
+    /// Decides, under its lock, what each of the transport's calls does: nothing reaches the
+    /// consumer after the attempt was cancelled.
+    private let machine: LockedState<TransferMachine>
 
     init(buffer: StreamBuffer) {
         self.buffer = buffer
+        machine = LockedState(TransferMachine(sink: .stream(eventStream: buffer.expectsEventStream)))
     }
 
-    /// The head arrived. Returns whether the body is streamed (a `2xx`); any other status: `false`,
-    /// keep the body in memory.
+    /// The head arrived. Returns whether the body is streamed (a `2xx`, and for an event stream a
+    /// `200 text/event-stream`); any other status: `false`, keep the body in memory. A head after
+    /// the attempt was cancelled streams nothing.
     public func begin(statusCode: Int, headers: [String: String]) -> Bool {
-        // An event stream's body is streamed only when it is one (HTML §9.2.3); any other is kept
-        // for the engine to refuse.
-        let streams =
-            (200..<300).contains(statusCode)
-            && (!buffer.expectsEventStream
-                || APIServerSentEventStream.isEventStream(
-                    statusCode: statusCode,
-                    contentType: headers.first { $0.key.caseInsensitiveCompare("Content-Type") == .orderedSame }?.value))
-        state.withLock { $0.streaming = streams }
+        let streams = machine.withLock { machine in
+            _ = machine.head(statusCode: statusCode, headers: headers)
+            return machine.isWriting
+        }
         buffer.status.withLock { $0 = statusCode }
         return streams
     }
@@ -73,22 +67,42 @@ public final class APIResponseBodyStream: Sendable {
     /// Hands a part of the body to the consumer. Returns `true` to go on reading; `false` to wait
     /// until `whenReady` is called. A part written after the attempt was cancelled is dropped.
     public func write(_ data: Data, whenReady: @escaping @Sendable () -> Void) -> Bool {
-        guard !isCancelled else { return true }
-        return buffer.push(data, whenReady: whenReady)
+        // Pushed under the machine's lock, so a part cannot reach the consumer after a cancellation.
+        machine.withLock { machine in
+            guard machine.part(count: data.count) == [.write] else { return true }
+            return buffer.push(data, whenReady: whenReady)
+        }
     }
-
-    /// Whether the body went to the consumer.
-    var isStreaming: Bool { state.withLock { $0.streaming } }
 
     /// The attempt was cancelled: parts the transport still writes are dropped, and its answer,
     /// success included (a body it read before the cancellation reached it), does not end the
     /// stream; the task's cancellation does.
     func cancel() {
-        state.withLock { $0.cancelled = true }
+        machine.withLock { _ = $0.cancel() }
     }
 
-    /// Whether the attempt was cancelled (see ``cancel()``).
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
+    /// The transport answered: how the attempt goes on. A `2xx` body the transport gave whole (it
+    /// does not stream, or a stored copy) goes through the machine as a head and one part first.
+    func finish(_ answer: Result<APIRawResponse, any Error>) -> TransferMachine.End {
+        machine.withLock { machine in
+            if case .success(let raw) = answer {
+                buffer.status.withLock { $0 = raw.statusCode }
+                if machine.state == .awaitingHead {
+                    _ = machine.head(statusCode: raw.statusCode, headers: raw.headers)
+                    if machine.part(count: raw.body.count) == [.write] { _ = buffer.push(raw.body) {} }
+                }
+            }
+            let taken: TransferMachine.Answer
+            switch answer {
+            case .success(let raw): taken = .success(statusCode: raw.statusCode)
+            case .failure: taken = .failure
+            }
+            return machine.answer(taken)?.end ?? .cancelled
+        }
+    }
+
+    /// The machine as it stands (tests).
+    var state: TransferMachine { machine.withLock { $0 } }
 }
 
 /// The body parts between a transport and the consumer of ``APIByteStream``: bounded (see

@@ -73,29 +73,23 @@ public struct APIDownload: Sendable, Hashable {
 /// transport that supports downloads calls ``begin(statusCode:headers:)`` when the head arrives,
 /// then ``write(_:)`` for each part of a body it was told to write (a `2xx` one), and keeps any
 /// other response's body in memory as usual. It may call these from any thread, one at a time.
+///
+/// Its ``TransferMachine`` decides, under its lock, what each call does: a head or a part that
+/// comes after the task was cancelled never reaches the file, and the file moves into place only
+/// when it is the server's whole file.
 public final class APIResponseBodyFile: Sendable {
 
-    /// The file's state, as the transport left it.
+    /// The machine, and the file it acts on.
     struct State {
+        var machine: TransferMachine
         var handle: FileHandle?
-        var written: Int64 = 0
-        /// Where writing started: the resume offset when a `206` was appended, else 0.
-        var startedAt: Int64 = 0
-        var writing = false
-        var failure: APIError?
         /// Parts received and not yet written: parts are written in runs of at least
         /// ``APIResponseBodyFile/writeSize`` bytes (a transport may hand over 16 KiB at a time).
         var pending = Data()
+        /// The file system's error behind a ``TransferMachine/Failure/disk`` failure.
+        var diskError: (any Error)?
         /// Whether this download still holds its destination (see ``APIResponseBodyFile/claim(_:)``).
         var holdsClaim = true
-        /// Whether the task was cancelled while the file was open (``cancel()``): what the file holds
-        /// may be a part only, whatever the transport answers later.
-        var cancelled = false
-        /// The server's whole file's length, when the head said it: the file is complete only then.
-        var completeLength: Int64?
-        /// Whether the `206` was of another version of the file: the part is dropped and the
-        /// download starts over.
-        var startsOver = false
     }
 
     /// The bytes gathered before one write to the file: 256 KiB.
@@ -110,16 +104,26 @@ public final class APIResponseBodyFile: Sendable {
     /// What the part on disk was written with, when the request resumes it (`If-Range` carries its
     /// validator).
     let resumed: ResumeRecord?
-    private let state = LockedState(State())
+    private let state: LockedState<State>
 
     init(download: APIDownload, requestURL: URL?, resumeOffset: Int64, resumed: ResumeRecord? = nil) {
         self.download = download
         self.requestURL = requestURL
         self.resumeOffset = resumeOffset
         self.resumed = resumeOffset > 0 ? resumed : nil
+        let terms = TransferMachine.DownloadTerms(
+            resumeOffset: resumeOffset, resumed: self.resumed, resumes: download.resumes, maxSize: download.maxSize,
+            requestURL: requestURL)
+        state = LockedState(State(machine: TransferMachine(sink: .download(terms))))
     }
 
-    deinit { releaseClaim() }
+    deinit {
+        state.withLock { state in
+            try? state.handle?.close()
+            state.handle = nil
+        }
+        releaseClaim()
+    }
 
     // MARK: One download per destination
 
@@ -132,7 +136,7 @@ public final class APIResponseBodyFile: Sendable {
         inProgress.withLock { $0.insert(download.partialFile.path).inserted }
     }
 
-    /// Lets the destination go, once (a late `close()` must not free a later download's claim).
+    /// Lets the destination go, once (a late call must not free a later download's claim).
     private func releaseClaim() {
         let holds = state.withLock { state -> Bool in
             defer { state.holdsClaim = false }
@@ -141,174 +145,236 @@ public final class APIResponseBodyFile: Sendable {
         if holds { _ = Self.inProgress.withLock { $0.remove(download.partialFile.path) } }
     }
 
+    // MARK: What the transport calls
+
     /// The head arrived. Returns whether the body goes to the file (a `2xx`): for a `206` that
     /// continues the part on disk the body is appended, for any other `2xx` the file starts over.
-    /// A `206` that does not continue it throws (see ``APIDownload`` for the rules). Any other
-    /// status: `false`, keep the body in memory.
+    /// A `206` that does not continue it throws (see ``APIDownload`` for the rules), and so does a
+    /// head that comes after the task was cancelled. Any other status: `false`, keep the body in
+    /// memory.
     public func begin(statusCode: Int, headers: [String: String]) throws -> Bool {
-        guard (200..<300).contains(statusCode) else { return false }
-        func header(_ name: String) -> String? {
-            headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        try state.withLock { state in
+            let actions = state.machine.head(statusCode: statusCode, headers: headers)
+            try perform(actions, &state)
+            if state.machine.isWriting { return true }
+            if let error = Self.error(of: state) { throw error }
+            return false
         }
-        let validator = Self.validator(
-            etag: header("ETag"), lastModified: header("Last-Modified"), date: header("Date"))
-        var append = false
-        var completeLength: Int64?
-        if statusCode == 206 {
-            guard resumeOffset > 0, let resumed, let field = header("Content-Range"),
-                let range = ContentRange(field), range.first == resumeOffset
-            else {
-                throw fail(
-                    .invalidRequest(reason: "the server answered 206 with a range that does not continue the download"))
-            }
-            if Self.isAnotherVersion(sent: resumed, answered: headers, range: range) {
-                state.withLock { $0.startsOver = true }
-                throw fail(.invalidRequest(reason: "the server answered 206 for another version of the file"))
-            }
-            append = true
-            completeLength = range.completeLength ?? resumed.completeLength
-        } else if header("Content-Encoding").map({ APIHTTPRules.contentCodings($0).isEmpty }) ?? true,
-            let length = header("Content-Length").flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }),
-            length >= 0
-        {
-            completeLength = length
-        }
-        let partial = download.partialFile
-        do {
-            // Owner-only, and never through a link planted as the partial file: a part to append to
-            // must be a regular file of this user's, else it is refused.
-            let handle: FileHandle
-            if append {
-                guard let existing = OwnerOnlyFile.openToAppend(partial) else {
-                    throw fail(.invalidRequest(reason: "the partial file of the download is not a file of ours"))
-                }
-                handle = existing
-            } else {
-                handle = try OwnerOnlyFile.replace(at: partial)
-            }
-            try ResumeRecord(url: requestURL, validator: validator, completeLength: completeLength)
-                .save(to: download.resumeRecord)
-            state.withLock { state in
-                state.handle = handle
-                state.writing = true
-                state.startedAt = append ? resumeOffset : 0
-                state.written = state.startedAt
-                state.completeLength = completeLength
-            }
-        } catch let error as APIError {
-            throw error
-        } catch {
-            throw fail(.transport(underlying: error))
-        }
-        return true
-    }
-
-    /// Whether a `206` is of another version of the file than the part on disk: it names another
-    /// validator than `If-Range` sent (an `ETag` against an `ETag`, a `Last-Modified` against a
-    /// date), or another complete length than the part was written for. A `206` that names no
-    /// validator is taken on the server's word that `If-Range` matched.
-    static func isAnotherVersion(sent: ResumeRecord, answered headers: [String: String], range: ContentRange)
-        -> Bool
-    {
-        func header(_ name: String) -> String? {
-            headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
-                .trimmingCharacters(in: .whitespaces)
-        }
-        if let complete = range.completeLength, let known = sent.completeLength, complete != known { return true }
-        guard let validator = sent.validator else { return true }
-        if validator.hasPrefix("\"") {
-            if let etag = header("ETag"), etag != validator { return true }
-        } else if let lastModified = header("Last-Modified") {
-            let now = Date()
-            if let sentDate = HTTPDate.parse(validator, now: now), let date = HTTPDate.parse(lastModified, now: now) {
-                if sentDate != date { return true }
-            } else if lastModified != validator {
-                return true
-            }
-        }
-        return false
     }
 
     /// Writes a part of the body. Throws ``APIError/responseTooLarge(limit:)`` past the
     /// download's ``APIDownload/maxSize``, and the file system's error (a full disk) as
-    /// ``APIError/transport(underlying:)``.
+    /// ``APIError/transport(underlying:)``. A part that comes after the task was cancelled is
+    /// dropped, without an error.
     public func write(_ data: Data) throws {
-        // The file is written under the lock, so a run cannot land after the one `close()` flushes.
+        // The file is written under the lock, so a part cannot land after the file was closed.
         try state.withLock { state in
-            guard let handle = state.handle else { return }
-            let total = state.written + Int64(data.count)
-            if let limit = download.maxSize, total > limit {
-                state.failure = .responseTooLarge(limit: Int(clamping: limit))
-                throw APIError.responseTooLarge(limit: Int(clamping: limit))
-            }
-            state.written = total
-            // One buffer for the whole download: no allocation per run.
-            if state.pending.isEmpty { state.pending.reserveCapacity(Self.writeSize + data.count) }
-            state.pending.append(data)
-            guard state.pending.count >= Self.writeSize else { return }
-            defer { state.pending.removeAll(keepingCapacity: true) }
-            do {
-                try handle.write(contentsOf: state.pending)
-            } catch {
-                state.failure = .transport(underlying: error)
-                throw APIError.transport(underlying: error)
-            }
+            let actions = state.machine.part(count: data.count)
+            try perform(actions, &state, data: data)
+            if let failure = state.machine.failure { throw Self.error(failure, diskError: state.diskError) }
         }
     }
 
     /// The bytes of the file so far (the resumed part included).
-    public var writtenBytes: Int64 { state.withLock { $0.written } }
+    public var writtenBytes: Int64 { state.withLock { $0.machine.body?.written ?? resumeOffset } }
 
-    /// The server's whole file's length, when the head said it (a `206`'s complete length, or a
-    /// `200`'s `Content-Length` for a body that is not encoded).
-    var completeLength: Int64? { state.withLock { $0.completeLength } }
-
-    /// Whether the `206` was of another version of the file than the part: the part is dropped and
-    /// the download starts over.
-    var startsOver: Bool { state.withLock { $0.startsOver } }
+    /// The bytes this response wrote (the resumed part not included).
+    public var receivedBytes: Int64 {
+        state.withLock { state in state.machine.body.map { $0.written - $0.start } ?? 0 }
+    }
 
     /// Where this response's bytes start in the file: the resume offset when a `206` is appended,
     /// else 0 (also before the head arrived).
-    var appendedFrom: Int64 { state.withLock { $0.startedAt } }
+    var appendedFrom: Int64 { state.withLock { $0.machine.body?.start ?? 0 } }
 
-    /// Whether the body went to the file.
-    var isWriting: Bool { state.withLock { $0.writing } }
+    /// Whether the body is going to the file.
+    var isWriting: Bool { state.withLock { $0.machine.isWriting } }
 
-    /// The bytes this response wrote (the resumed part not included).
-    public var receivedBytes: Int64 { state.withLock { $0.written - $0.startedAt } }
+    /// The machine as it stands (tests).
+    var machine: TransferMachine { state.withLock { $0.machine } }
 
-    /// A failure of writing, kept so the engine reports it (and removes the partial file).
-    private func fail(_ error: APIError) -> APIError {
-        state.withLock { $0.failure = error }
-        return error
-    }
-
-    var failure: APIError? { state.withLock { $0.failure } }
+    // MARK: What the engine calls
 
     /// Closes the file for a cancellation: what arrived so far is written, later parts are dropped,
     /// and the file is never moved into place (a transport may still answer with success, for a
     /// body it had read before the cancellation reached it).
     func cancel() {
-        state.withLock { $0.cancelled = true }
-        close()
+        state.withLock { state in
+            let actions = state.machine.cancel()
+            try? perform(actions, &state)
+        }
+        releaseClaim()
     }
 
-    /// Whether the download was cancelled (see ``cancel()``).
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
+    /// How the attempt goes on from the transport's answer (see ``DownloadStage/complete(_:answer:)``).
+    enum Finish {
+        /// The file is in place: the answer, with its ``APIRawResponse/fileURL``.
+        case moved
+        /// Send again from byte 0.
+        case startOver
+        /// The answer goes on as the transport gave it (not a `2xx`).
+        case asAnswered
+        /// The attempt fails with this error.
+        case failed(any Error)
+    }
 
-    /// Writes what is pending and closes the file; another download may then take its place.
-    func close() {
+    /// The transport answered: the machine decides what becomes of the file. A `2xx` body the
+    /// transport gave in memory (it does not write files, or a stored copy) goes through the
+    /// machine as a head and one part first: one route for every body.
+    func finish(_ answer: Result<APIRawResponse, any Error>) -> Finish {
         defer { releaseClaim() }
-        state.withLock { state in
-            guard let handle = state.handle else { return }
-            do {
-                if !state.pending.isEmpty { try handle.write(contentsOf: state.pending) }
-            } catch {
-                state.failure = .transport(underlying: error)
+        return state.withLock { state -> Finish in
+            if case .success(let raw) = answer, (200..<300).contains(raw.statusCode),
+                state.machine.state == .awaitingHead
+            {
+                let head = state.machine.head(statusCode: raw.statusCode, headers: raw.headers)
+                try? perform(head, &state)
+                try? perform(state.machine.part(count: raw.body.count), &state, data: raw.body)
             }
+            let taken: TransferMachine.Answer
+            switch answer {
+            case .success(let raw): taken = .success(statusCode: raw.statusCode)
+            case .failure: taken = .failure
+            }
+            guard let (actions, end) = state.machine.answer(taken) else {
+                return .failed(APIError.transport(underlying: URLError(.cancelled)))
+            }
+            do {
+                try perform(actions, &state)
+            } catch {
+                try? perform(state.machine.moveFailed(), &state)
+                return .failed(error)
+            }
+            switch end {
+            case .complete: return .moved
+            case .asAnswered: return .asAnswered
+            case .startOver: return .startOver
+            case .cancelled: return .failed(URLError(.cancelled))
+            case .transportFailed:
+                if case .failure(let error) = answer { return .failed(error) }
+                return .failed(URLError(.unknown))
+            case .failed(let failure): return .failed(Self.error(failure, diskError: state.diskError))
+            case .incomplete(let written, let complete):
+                return .failed(
+                    APIError.transport(
+                        underlying: URLError(
+                            .networkConnectionLost,
+                            userInfo: [
+                                NSLocalizedDescriptionKey:
+                                    "the download ended at \(written) of \(complete) bytes; the part is kept to be resumed"
+                            ])))
+            }
+        }
+    }
+
+    // MARK: Performing the machine's actions
+
+    /// Performs `actions` on the file, under the lock; a failure is reported to the machine, which
+    /// decides what follows. Throws only for a failed move into place.
+    private func perform(_ actions: [TransferMachine.Action], _ state: inout State, data: Data? = nil) throws {
+        for action in actions {
+            switch action {
+            case .openFile(let append, let record):
+                open(append: append, record: record, &state)
+            case .write:
+                guard let data else { continue }
+                write(data, &state)
+            case .drop, .keepPart:
+                break
+            case .close:
+                close(&state)
+            case .discard:
+                close(&state)
+                DownloadStage.discard(download)
+            case .moveIntoPlace:
+                try DownloadStage.moveIntoPlace(download)
+            }
+        }
+    }
+
+    private func open(append: Bool, record: ResumeRecord, _ state: inout State) {
+        let partial = download.partialFile
+        // Owner-only, and never through a link planted as the partial file: a part to append to
+        // must be a regular file of this user's, else it is refused.
+        let handle: FileHandle
+        if append {
+            guard let existing = OwnerOnlyFile.openToAppend(partial) else {
+                _ = state.machine.openFailed(.notOurFile)
+                return
+            }
+            handle = existing
+        } else {
+            do {
+                handle = try OwnerOnlyFile.replace(at: partial)
+            } catch {
+                state.diskError = error
+                _ = state.machine.openFailed(.disk)
+                return
+            }
+        }
+        do {
+            try record.save(to: download.resumeRecord)
+        } catch {
             try? handle.close()
-            state.handle = nil
-            state.pending = Data()
+            state.diskError = error
+            _ = state.machine.openFailed(.disk)
+            return
+        }
+        state.handle = handle
+    }
+
+    private func write(_ data: Data, _ state: inout State) {
+        guard let handle = state.handle else { return }
+        // One buffer for the whole download: no allocation per run.
+        if state.pending.isEmpty { state.pending.reserveCapacity(Self.writeSize + data.count) }
+        state.pending.append(data)
+        guard state.pending.count >= Self.writeSize else { return }
+        defer { state.pending.removeAll(keepingCapacity: true) }
+        do {
+            try handle.write(contentsOf: state.pending)
+        } catch {
+            state.diskError = error
+            try? perform(state.machine.writeFailed(), &state)
+        }
+    }
+
+    /// Writes what is pending and closes the file.
+    private func close(_ state: inout State) {
+        guard let handle = state.handle else { return }
+        state.handle = nil
+        do {
+            if !state.pending.isEmpty { try handle.write(contentsOf: state.pending) }
+        } catch {
+            state.diskError = error
+            _ = state.machine.writeFailed()
+        }
+        try? handle.close()
+        state.pending = Data()
+    }
+
+    /// The error a transport's call throws for the machine's state: its failure, or the
+    /// cancellation for a head that came after it; `nil` to go on.
+    private static func error(of state: State) -> APIError? {
+        if let failure = state.machine.failure { return error(failure, diskError: state.diskError) }
+        if state.machine.isCancelled { return .transport(underlying: URLError(.cancelled)) }
+        return nil
+    }
+
+    /// The error the attempt fails with for a failure of the machine.
+    static func error(_ failure: TransferMachine.Failure, diskError: (any Error)?) -> APIError {
+        switch failure {
+        case .rangeDoesNotContinue:
+            return .invalidRequest(reason: "the server answered 206 with a range that does not continue the download")
+        case .anotherVersion:
+            return .invalidRequest(reason: "the server answered 206 for another version of the file")
+        case .notOurFile:
+            return .invalidRequest(reason: "the partial file of the download is not a file of ours")
+        case .tooLarge(let limit):
+            return .responseTooLarge(limit: Int(clamping: limit))
+        case .disk:
+            return .transport(underlying: diskError ?? POSIXError(.EIO))
+        case .overlong(let written, let complete):
+            return .invalidRequest(reason: "the server sent \(written) bytes of a file it said has \(complete)")
         }
     }
 

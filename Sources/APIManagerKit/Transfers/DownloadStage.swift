@@ -58,86 +58,23 @@ enum DownloadStage {
         case startOver
     }
 
-    /// The transport answered: a complete `2xx` body moves into place; a failure keeps a partial
-    /// file that can be resumed and removes any other. A cancelled download is a failure whatever
-    /// the answer: its file was closed part-way (a transport may answer with success for a body it
-    /// read before the cancellation reached it, as URLSession on Linux does when its delegate queue
-    /// is behind), and moving it into place would leave a cut file at the destination.
+    /// The transport answered: the attempt's ``TransferMachine`` decides (see
+    /// ``APIResponseBodyFile/finish(_:)``). A complete `2xx` body moves into place; a failure keeps
+    /// a partial file that can be resumed and removes any other. A cancelled download is a failure
+    /// whatever the answer: its file was closed part-way (a transport may answer with success for a
+    /// body it read before the cancellation reached it, as URLSession on Linux does when its
+    /// delegate queue is behind), and moving it into place would leave a cut file at the destination.
     static func complete(_ file: APIResponseBodyFile, answer: Result<APIRawResponse, any Error>) -> Completion {
-        file.close()
-        let download = file.download
-        if file.startsOver, !file.isCancelled {
-            // A 206 of another version of the file: its part and this answer are dropped.
-            discard(download)
-            return .startOver
-        }
-        let answer = file.isCancelled ? .failure(URLError(.cancelled)) : answer
-        switch answer {
-        case .success(var raw):
-            if raw.statusCode == 416, file.resumeOffset > 0 {
-                discard(download)
-                return .startOver
-            }
-            guard (200..<300).contains(raw.statusCode) else { return .answer(answer) }
-            if !file.isWriting {
-                // A transport that does not write files gave the body in memory.
-                do {
-                    if try file.begin(statusCode: raw.statusCode, headers: raw.headers) { try file.write(raw.body) }
-                } catch {
-                    file.close()
-                    discard(download)
-                    return file.startsOver ? .startOver : .answer(.failure(error))
-                }
-                file.close()
-            }
-            if let failure = file.failure {
-                discard(download)
-                return .answer(.failure(failure))
-            }
-            if let complete = file.completeLength, file.writtenBytes != complete {
-                return .answer(.failure(incomplete(file, completeLength: complete)))
-            }
-            if let error = moveIntoPlace(download) { return .answer(.failure(error)) }
+        switch file.finish(answer) {
+        case .moved:
+            guard case .success(var raw) = answer else { return .answer(answer) }
             raw.body = Data()
-            raw.fileURL = download.destination
+            raw.fileURL = file.download.destination
             return .answer(.success(raw))
-        case .failure(let error):
-            if let failure = file.failure {
-                discard(download)
-                return .answer(.failure(failure))
-            }
-            keepIfResumable(download)
-            return .answer(.failure(error))
+        case .asAnswered: return .answer(answer)
+        case .startOver: return .startOver
+        case .failed(let error): return .answer(.failure(error))
         }
-    }
-
-    /// A body that ended before the file's complete length (a `206` of a part only, or a body the
-    /// transport took as whole): not the server's file. A longer one is dropped; a shorter one is
-    /// kept when it can be resumed, and the attempt fails as a dropped connection does, so a retry
-    /// asks for the rest.
-    private static func incomplete(_ file: APIResponseBodyFile, completeLength: Int64) -> APIError {
-        let written = file.writtenBytes
-        if written > completeLength {
-            discard(file.download)
-            return .invalidRequest(
-                reason: "the server sent \(written) bytes of a file it said has \(completeLength)")
-        }
-        keepIfResumable(file.download)
-        return .transport(
-            underlying: URLError(
-                .networkConnectionLost,
-                userInfo: [
-                    NSLocalizedDescriptionKey:
-                        "the download ended at \(written) of \(completeLength) bytes; the part is kept to be resumed"
-                ]))
-    }
-
-    /// Keeps a partial file that a later attempt can resume (a validator, some bytes); removes any other.
-    private static func keepIfResumable(_ download: APIDownload) {
-        let resumable =
-            download.resumes && ResumeRecord.load(from: download.resumeRecord)?.validator != nil
-            && (try? FileSource.size(of: download.partialFile)).map { $0 > 0 } == true
-        if !resumable { discard(download) }
     }
 
     /// Builds the task's response from `raw`; when `raw` is a download moved to its destination and
@@ -153,20 +90,16 @@ enum DownloadStage {
     }
 
     /// Moves the complete partial file to the destination in one step (`rename`), replacing it or
-    /// not as the download says; `nil` when done.
-    private static func moveIntoPlace(_ download: APIDownload) -> APIError? {
+    /// not as the download says; its record goes with it. Throws when it cannot.
+    static func moveIntoPlace(_ download: APIDownload) throws {
         if download.ifExists == .fail, FileManager.default.fileExists(atPath: download.destination.path) {
-            discard(download)
-            return .invalidRequest(
+            throw APIError.invalidRequest(
                 reason: "the download's destination \(download.destination.lastPathComponent) exists")
         }
         guard rename(download.partialFile.path, download.destination.path) == 0 else {
-            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            discard(download)
-            return .transport(underlying: error)
+            throw APIError.transport(underlying: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
         }
         try? FileManager.default.removeItem(at: download.resumeRecord)
-        return nil
     }
 
     /// Removes the partial file and its record.
