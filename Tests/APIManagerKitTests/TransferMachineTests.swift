@@ -165,7 +165,8 @@ struct TransferMachineTests {
         _ = machine.part(count: 1_000)
         #expect(machine.answer(.success(statusCode: 200))?.actions == [.close, .moveIntoPlace])
         #expect(machine.cancel().isEmpty, "the move is under way: it is not undone")
-        #expect(machine.state == .ended(.complete))
+        #expect(machine.state == .ended(.complete, machine.body))
+        #expect(machine.body?.written == 1_000)
         #expect(machine.part(count: 1) == [.drop], "a part after the answer")
     }
 
@@ -175,7 +176,7 @@ struct TransferMachineTests {
         _ = machine.part(count: 1_000)
         _ = machine.answer(.success(statusCode: 200))
         #expect(machine.moveFailed() == [.discard])
-        #expect(machine.state == .ended(.failed(.disk)))
+        #expect(machine.state == .ended(.failed(.disk), machine.body))
     }
 
     @Test func aCutConnectionKeepsTheResumablePart() throws {
@@ -362,7 +363,7 @@ struct TransferMachineRandomTests {
                 actions = machine.part(count: size)
                 if actions == [.write] { acknowledged = Int(machine.body?.written ?? 0) }
             }
-            try perform(actions, chunk: chunk, disk: &disk, machine: &machine)
+            try perform(actions, chunk: chunk, disk: &disk, machine: &machine, acknowledged: &acknowledged)
             try check(disk, versions: versions, etags: etags)
             if cancelsNow {
                 cancelsNow = false
@@ -375,7 +376,7 @@ struct TransferMachineRandomTests {
         }
         if ended == nil, let (actions, end) = machine.answer(.failure) {
             ended = end
-            try perform(actions, chunk: [], disk: &disk, machine: &machine)
+            try perform(actions, chunk: [], disk: &disk, machine: &machine, acknowledged: &acknowledged)
             try check(disk, versions: versions, etags: etags)
         }
         if cancelledWith != nil { #expect(ended == .cancelled, "a cancelled attempt ends cancelled") }
@@ -392,7 +393,8 @@ struct TransferMachineRandomTests {
     }
 
     private func perform(
-        _ actions: [TransferMachine.Action], chunk: [UInt8], disk: inout Disk, machine: inout TransferMachine
+        _ actions: [TransferMachine.Action], chunk: [UInt8], disk: inout Disk, machine: inout TransferMachine,
+        acknowledged: inout Int
     ) throws {
         for action in actions {
             switch action {
@@ -404,6 +406,7 @@ struct TransferMachineRandomTests {
                 }
                 disk.record = record
                 disk.open = true
+                acknowledged = Int(machine.body?.written ?? 0)
             case .write:
                 #expect(disk.open, "a write goes to an open file")
                 disk.partial?.append(contentsOf: chunk)

@@ -110,7 +110,7 @@ extension APIEngine {
         // A streamed body (a file) has no bytes for a key: never cached. A download or a streamed
         // response uses the cache only when its request asks (see TransferCacheStage).
         let task = attempt.task
-        let isTransfer = TransferCacheStage.isTransfer(task)
+        let isTransfer = task.isTransfer
         guard let cache, attempt.request.httpBodyStream == nil, !isTransfer || task.cacheSettings.option != .networkOnly
         else {
             return .readyToSend(cachedCopy: nil)
@@ -161,25 +161,19 @@ extension APIEngine {
         if let body = attempt.bodyFile {
             if let writer = body.deferredWriter { options.bodyWriter = writer } else { options.bodyFile = body.url }
         }
-        if let download = attempt.task.download {
-            switch DownloadStage.prepare(download, request: &attempt.request) {
-            case .success(let file):
-                attempt.download = file
-                options.responseBodyFile = file
+        if attempt.task.isTransfer {
+            switch AttemptBody.prepare(for: attempt.task, request: &attempt.request, keepsCopy: attempt.cache != nil) {
+            case .success(let body):
+                attempt.body = body
+                body.apply(to: &options)
             case .failure(let error):
                 return .failed(error)
             }
         }
-        if let buffer = attempt.task.bodyStream {
-            if attempt.cache != nil { buffer.keepCopy(upTo: APIRequestDefaults.maxCachedTransferSize) }
-            let stream = APIResponseBodyStream(buffer: buffer)
-            attempt.stream = stream
-            options.responseBodyStream = stream
-        }
         if attempt.task.progressStreams != nil {
             let channel = ProgressChannel(
                 engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt),
-                download: attempt.download)
+                download: attempt.body.file)
             attempt.progress = channel
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }
@@ -188,16 +182,14 @@ extension APIEngine {
         // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
         // never shared.
         if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod),
-            request.httpBodyStream == nil, attempt.download == nil, attempt.stream == nil
+            request.httpBodyStream == nil, attempt.body.isMemory
         {
             return sendShared(attempt, options: options)
         }
         tellStarted(attempt, kind: .started)
         // Off the transport's callback queue: responses of different tasks build in parallel.
         let handle = transport.send(request, options: options) { attempt.transportAnswered($0) }
-        if let file = attempt.download { return .sent(ClosingTransfer(closeSink: file.cancel, transfer: handle)) }
-        if let stream = attempt.stream { return .sent(ClosingTransfer(closeSink: stream.cancel, transfer: handle)) }
-        return .sent(handle)
+        return .sent(attempt.body.handle(handle))
     }
 
     /// Sends the attempt on the flight of its identical requests, or joins it (see
@@ -254,43 +246,12 @@ extension APIEngine {
     private func receive(_ attempt: Attempt) -> Attempt.Outcome {
         guard var answer = attempt.answer else { return .dropped }
         attempt.answer = nil
-        if let file = attempt.download {
-            switch DownloadStage.complete(file, answer: answer) {
-            case .answer(let completed): answer = completed
-            case .startOver: return .startOver(isReplay: attempt.isReplay)
-            }
-        }
-        if let stream = attempt.stream {
-            // A cut body never ends the stream as whole: the task's cancellation ends it.
-            if stream.finish(answer) == .cancelled { answer = .failure(URLError(.cancelled)) }
-            switch answer {
-            case .success(let raw)
-            where stream.buffer.expectsEventStream && (200..<300).contains(raw.statusCode) && raw.statusCode != 204
-                && !APIServerSentEventStream.isEventStream(
-                    statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")):
-                // HTML §9.2.3: anything but a 200 text/event-stream fails the connection, for good.
-                answer = .failure(
-                    APIError.rejected(
-                        underlying: APIServerSentEventStream.NotAnEventStream(
-                            statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")),
-                        response: raw))
-            case .success(var raw) where (200..<300).contains(raw.statusCode):
-                // A body the transport gave whole went to the stream in `finish`.
-                // The stream ends with the task (ManagedTask.deliver), once its typed response
-                // built or failed to: a response that does not build ends it with that error.
-                if stream.buffer.pushedBytes > 0 { attempt.mayRetry = false }
-                raw.body = Data()
-                answer = .success(raw)
-            case .failure where stream.buffer.pushedBytes > 0:
-                // Part of the body reached the consumer: another attempt would repeat it.
-                attempt.mayRetry = false
-            case .success, .failure:
-                break
-            }
+        switch attempt.body.receive(answer, mayRetry: &attempt.mayRetry) {
+        case .answer(let received): answer = received
+        case .startOver: return .startOver(isReplay: attempt.isReplay)
         }
         if let progress = attempt.progress, case .success(let raw) = answer {
-            let received = attempt.download.map { $0.isWriting ? $0.receivedBytes : Int64(raw.body.count) }
-            progress.finish(downloaded: received ?? Int64(raw.body.count))
+            progress.finish(downloaded: attempt.body.receivedBytes(of: raw))
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)

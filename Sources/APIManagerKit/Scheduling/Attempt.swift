@@ -40,10 +40,8 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var bodyFile: BodyFile?
     /// Whether a failure may be retried: not once part of a streamed body reached its consumer.
     @exclusivity(unchecked) var mayRetry = true
-    /// Where a streamed body goes; `nil` for a body in memory.
-    @exclusivity(unchecked) var stream: APIResponseBodyStream?
-    /// The file a download's body goes to; `nil` for a body in memory.
-    @exclusivity(unchecked) var download: APIResponseBodyFile?
+    /// Where the response body goes: memory, a download's file or a stream.
+    @exclusivity(unchecked) var body: AttemptBody = .memory
     /// Its progress reports, for a task that asks for them; `nil` otherwise.
     @exclusivity(unchecked) var progress: ProgressChannel?
     /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.

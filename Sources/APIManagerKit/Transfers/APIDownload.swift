@@ -190,6 +190,9 @@ public final class APIResponseBodyFile: Sendable {
     /// Whether the body is going to the file.
     var isWriting: Bool { state.withLock { $0.machine.isWriting } }
 
+    /// Whether the response's body went to the file (it is, or was, written there).
+    var wroteBody: Bool { state.withLock { $0.machine.body != nil } }
+
     /// The machine as it stands (tests).
     var machine: TransferMachine { state.withLock { $0.machine } }
 

@@ -10,9 +10,24 @@ import FoundationNetworking
 /// when it is at most ``APIRequestDefaults/maxCachedTransferSize`` (read back from the file, or
 /// copied as it streamed), unless it is the `206` of a resumed download.
 enum TransferCacheStage {
-    /// Whether the task is a download or a streamed response.
-    static func isTransfer(_ task: AnyAPITask) -> Bool {
-        task.download != nil || task.bodyStream != nil
+    /// The response stage of a download or a stream (see ``ResponseStage``): a `304` to a
+    /// revalidation is written to the destination or handed to the stream from the refreshed
+    /// stored entry; a network response builds the typed one (a download whose response does not
+    /// build leaves no file), and its copy is stored when it is small enough.
+    static func respond(_ task: AnyAPITask, raw: APIRawResponse, cache: CacheContext?) -> ResponseStage.Outcome {
+        if raw.statusCode == 304, let refreshed = cache?.refresh(with: raw) {
+            switch deliver(refreshed.response, to: task, requestURL: raw.url) {
+            case .answered(let payload): return .built(payload, .revalidated)
+            case .failed(let error), .unusable(let error): return .failed(error)
+            }
+        }
+        switch DownloadStage.buildResponse(raw, for: task) {
+        case .success(let payload):
+            cache?.store(transfer: storedCopy(of: raw, for: task))
+            return .built(payload, .network)
+        case .failure(let error):
+            return .failed(error)
+        }
     }
 
     /// What became of a stored response given to a download or a stream.

@@ -77,8 +77,8 @@ struct TransferMachine: Equatable, Sendable {
         /// The body cannot be the server's file: later parts are dropped and the answer fails with
         /// the failure (or starts over, for another version).
         case failed(Failure, Body?)
-        /// The answer was taken.
-        case ended(End)
+        /// The answer was taken (with the body as it was, `nil` when none had started).
+        case ended(End, Body?)
     }
 
     /// What to do, in order, once the event was taken.
@@ -140,8 +140,8 @@ struct TransferMachine: Equatable, Sendable {
     var body: Body? {
         switch state {
         case .writing(let body): return body
-        case .cancelled(let body), .failed(_, let body): return body
-        case .awaitingHead, .inMemory, .ended: return nil
+        case .cancelled(let body), .failed(_, let body), .ended(_, let body): return body
+        case .awaitingHead, .inMemory: return nil
         }
     }
 
@@ -152,14 +152,14 @@ struct TransferMachine: Equatable, Sendable {
 
     var isCancelled: Bool {
         switch state {
-        case .cancelled, .ended(.cancelled): return true
+        case .cancelled, .ended(.cancelled, _): return true
         default: return false
         }
     }
 
     var failure: Failure? {
         switch state {
-        case .failed(let failure, _), .ended(.failed(let failure)): return failure
+        case .failed(let failure, _), .ended(.failed(let failure), _): return failure
         default: return nil
         }
     }
@@ -294,7 +294,7 @@ struct TransferMachine: Equatable, Sendable {
         case .writing(let body):
             outcome = Self.ending(body, answer: answer, terms: terms, keepOrDiscard: keepOrDiscard(body))
         }
-        state = .ended(outcome.end)
+        state = .ended(outcome.end, body)
         return outcome
     }
 
@@ -315,8 +315,8 @@ struct TransferMachine: Equatable, Sendable {
     /// The move into place failed (the destination appeared and may not be replaced, or `rename`
     /// failed): the file is dropped.
     mutating func moveFailed() -> [Action] {
-        guard case .ended(.complete) = state else { return [] }
-        state = .ended(.failed(.disk))
+        guard case .ended(.complete, let body) = state else { return [] }
+        state = .ended(.failed(.disk), body)
         return [.discard]
     }
 

@@ -13,28 +13,18 @@ enum ResponseStage {
         switch result {
         case .failure(let error):
             return .failed(error)
+        case .success(let raw) where task.isTransfer:
+            return TransferCacheStage.respond(task, raw: raw, cache: cache)
         case .success(let raw):
-            let isTransfer = TransferCacheStage.isTransfer(task)
             if raw.statusCode == 304, let refreshed = cache?.refresh(with: raw) {
-                let stored = refreshed.response
-                if isTransfer {
-                    switch TransferCacheStage.deliver(stored, to: task, requestURL: raw.url) {
-                    case .answered(let payload): return .built(payload, .revalidated)
-                    case .failed(let error), .unusable(let error): return .failed(error)
-                    }
-                }
-                switch task.buildResponse(stored) {
+                switch task.buildResponse(refreshed.response) {
                 case .success(let payload): return .built(payload, .revalidated)
                 case .failure(let error): return .failed(error)
                 }
             }
-            switch DownloadStage.buildResponse(raw, for: task) {
+            switch task.buildResponse(raw) {
             case .success(let payload):
-                if isTransfer {
-                    cache?.store(transfer: TransferCacheStage.storedCopy(of: raw, for: task))
-                } else {
-                    cache?.store(raw)
-                }
+                cache?.store(raw)
                 return .built(payload, .network)
             case .failure(let error):
                 return .failed(error)
