@@ -167,6 +167,30 @@ struct FilesOnDiskTests {
         #expect(APIResponseBodyStream.spillLimit == 512 << 20)
     }
 
+    /// A stream that fails under its transport (its overflow past the limit) stops the transfer
+    /// itself, and its task fails with the stream's error: not a cancellation.
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aStreamThatFailsUnderItsTransportFailsItsTaskWithTheSameError(scope: String?) throws {
+        let transport = HeldSinkTransport()
+        let feed = StreamingTests.Feed(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let buffer = StreamBuffer(spillLimit: 1 << 20, spillDirectory: directory.url)
+        let task = feed.makeTask(
+            for: StreamingTests.FeedRequest(
+                retryPolicy: APIRetryPolicy(maxAttempts: 3, baseDelay: 0), concurrencyScope: scope),
+            bodyStream: buffer)
+        feed.engine.submit(task)
+        let stream = try #require(transport.stream)
+        #expect(stream.begin(statusCode: 200, headers: [:]))
+        for index in 0..<12 where !transport.cancelled {
+            _ = stream.write(Data(repeating: UInt8(index), count: 1 << 20)) {}
+        }
+        #expect(transport.cancelled, "the stream stopped its transfer")
+        transport.completion?(.failure(URLError(.cancelled)))
+        #expect(task.state.name == "responseTooLarge(\(APIResponseBodyStream.memoryLimit + (1 << 20)))")
+        #expect(stream.state.failure == .sinkFailed)
+    }
+
     @Test func theOverflowFileIsGoneFromItsDirectoryAtOnce() throws {
         let buffer = StreamBuffer(spillDirectory: directory.url)
         overflow(buffer, parts: 12)

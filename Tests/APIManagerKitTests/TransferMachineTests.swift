@@ -176,7 +176,7 @@ struct TransferMachineTests {
         _ = machine.part(count: 1_000)
         _ = machine.answer(.success(statusCode: 200))
         #expect(machine.moveFailed() == [.discard])
-        #expect(machine.state == .ended(.failed(.disk), machine.body))
+        #expect(machine.state == .ended(.failed(.sinkFailed), machine.body))
     }
 
     @Test func aCutConnectionKeepsTheResumablePart() throws {
@@ -228,7 +228,7 @@ struct TransferMachineTests {
         _ = write.head(statusCode: 200, headers: v1Head)
         _ = write.part(count: 10)
         #expect(write.writeFailed() == [.close])
-        #expect(write.answer(.success(statusCode: 200))?.end == .failed(.disk))
+        #expect(write.answer(.success(statusCode: 200))?.end == .failed(.sinkFailed))
         var open = resuming()
         _ = open.head(statusCode: 206, headers: rangeHead)
         #expect(open.openFailed(.notOurFile).isEmpty)

@@ -311,7 +311,7 @@ public final class APIResponseBodyFile: Sendable {
                 handle = try OwnerOnlyFile.replace(at: partial)
             } catch {
                 state.diskError = error
-                _ = state.machine.openFailed(.disk)
+                _ = state.machine.openFailed(.sinkFailed)
                 return
             }
         }
@@ -320,7 +320,7 @@ public final class APIResponseBodyFile: Sendable {
         } catch {
             try? handle.close()
             state.diskError = error
-            _ = state.machine.openFailed(.disk)
+            _ = state.machine.openFailed(.sinkFailed)
             return
         }
         state.handle = handle
@@ -374,7 +374,7 @@ public final class APIResponseBodyFile: Sendable {
             return .invalidRequest(reason: "the partial file of the download is not a file of ours")
         case .tooLarge(let limit):
             return .responseTooLarge(limit: Int(clamping: limit))
-        case .disk:
+        case .sinkFailed:
             return .transport(underlying: diskError ?? POSIXError(.EIO))
         case .overlong(let written, let complete):
             return .invalidRequest(reason: "the server sent \(written) bytes of a file it said has \(complete)")

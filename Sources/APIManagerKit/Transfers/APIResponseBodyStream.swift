@@ -43,22 +43,39 @@ public final class APIResponseBodyStream: Sendable {
     private static let spillLimitSetting = LockedState<Int64>(512 << 20)
 
     let buffer: StreamBuffer
-    /// Decides, under its lock, what each of the transport's calls does: nothing reaches the
-    /// consumer after the attempt was cancelled.
-    private let machine: LockedState<TransferMachine>
+    /// The machine, and the transfer to stop when the stream fails under it.
+    private struct Sink {
+        /// Decides what each of the transport's calls does: nothing reaches the consumer after the
+        /// attempt was cancelled or the stream failed.
+        var machine: TransferMachine
+        /// The transport's handle, once it took the request (``attach(_:)``).
+        var transfer: (any APICancellable)?
+        /// Whether the stream failed (its overflow) before the handle was attached.
+        var stopsTransfer = false
+    }
+    private let sink: LockedState<Sink>
 
     init(buffer: StreamBuffer) {
         self.buffer = buffer
-        machine = LockedState(TransferMachine(sink: .stream(eventStream: buffer.expectsEventStream)))
+        sink = LockedState(Sink(machine: TransferMachine(sink: .stream(eventStream: buffer.expectsEventStream))))
+    }
+
+    /// The transport took the request: its handle stops the transfer if the stream fails under it.
+    func attach(_ transfer: any APICancellable) {
+        let stopsNow = sink.withLock { sink -> Bool in
+            sink.transfer = transfer
+            return sink.stopsTransfer
+        }
+        if stopsNow { transfer.cancel() }
     }
 
     /// The head arrived. Returns whether the body is streamed (a `2xx`, and for an event stream a
     /// `200 text/event-stream`); any other status: `false`, keep the body in memory. A head after
     /// the attempt was cancelled streams nothing.
     public func begin(statusCode: Int, headers: [String: String]) -> Bool {
-        let streams = machine.withLock { machine in
-            _ = machine.head(statusCode: statusCode, headers: headers)
-            return machine.isWriting
+        let streams = sink.withLock { sink in
+            _ = sink.machine.head(statusCode: statusCode, headers: headers)
+            return sink.machine.isWriting
         }
         buffer.status.withLock { $0 = statusCode }
         return streams
@@ -68,28 +85,39 @@ public final class APIResponseBodyStream: Sendable {
     /// until `whenReady` is called. A part written after the attempt was cancelled is dropped.
     public func write(_ data: Data, whenReady: @escaping @Sendable () -> Void) -> Bool {
         // Pushed under the machine's lock, so a part cannot reach the consumer after a cancellation.
-        machine.withLock { machine in
-            guard machine.part(count: data.count) == [.write] else { return true }
-            return buffer.push(data, whenReady: whenReady)
+        let (goOn, stop) = sink.withLock { sink -> (Bool, (any APICancellable)?) in
+            guard sink.machine.part(count: data.count) == [.write] else { return (true, nil) }
+            let goOn = buffer.push(data, whenReady: whenReady)
+            guard buffer.failedHere else { return (goOn, nil) }
+            // The stream failed under the transport (its overflow): the transfer goes no further,
+            // and the attempt fails with the stream's error.
+            _ = sink.machine.writeFailed()
+            sink.stopsTransfer = sink.transfer == nil
+            return (true, sink.transfer)
         }
+        stop?.cancel()
+        return goOn
     }
 
     /// The attempt was cancelled: parts the transport still writes are dropped, and its answer,
     /// success included (a body it read before the cancellation reached it), does not end the
     /// stream; the task's cancellation does.
     func cancel() {
-        machine.withLock { _ = $0.cancel() }
+        sink.withLock { _ = $0.machine.cancel() }
     }
 
     /// The transport answered: how the attempt goes on. A `2xx` body the transport gave whole (it
     /// does not stream, or a stored copy) goes through the machine as a head and one part first.
     func finish(_ answer: Result<APIRawResponse, any Error>) -> TransferMachine.End {
-        machine.withLock { machine in
+        sink.withLock { sink in
             if case .success(let raw) = answer {
                 buffer.status.withLock { $0 = raw.statusCode }
-                if machine.state == .awaitingHead {
-                    _ = machine.head(statusCode: raw.statusCode, headers: raw.headers)
-                    if machine.part(count: raw.body.count) == [.write] { _ = buffer.push(raw.body) {} }
+                if sink.machine.state == .awaitingHead {
+                    _ = sink.machine.head(statusCode: raw.statusCode, headers: raw.headers)
+                    if sink.machine.part(count: raw.body.count) == [.write] {
+                        _ = buffer.push(raw.body) {}
+                        if buffer.failedHere { _ = sink.machine.writeFailed() }
+                    }
                 }
             }
             let taken: TransferMachine.Answer
@@ -97,12 +125,12 @@ public final class APIResponseBodyStream: Sendable {
             case .success(let raw): taken = .success(statusCode: raw.statusCode)
             case .failure: taken = .failure
             }
-            return machine.answer(taken)?.end ?? .cancelled
+            return sink.machine.answer(taken)?.end ?? .cancelled
         }
     }
 
     /// The machine as it stands (tests).
-    var state: TransferMachine { machine.withLock { $0 } }
+    var state: TransferMachine { sink.withLock { $0.machine } }
 }
 
 /// The body parts between a transport and the consumer of ``APIByteStream``: bounded (see
@@ -122,8 +150,8 @@ final class StreamBuffer: Sendable {
         /// `nil` when none is kept or it went past the limit.
         var copy: Data?
         var copyLimit = 0
-        /// Whether the stream failed here (its overflow), not with its task: the task is then
-        /// cancelled when the consumer gets the failure.
+        /// Whether the stream failed here (its overflow), not with its task: the stream then stops
+        /// its transfer, and the task fails with the same error.
         var failedHere = false
     }
 
@@ -291,6 +319,14 @@ final class StreamBuffer: Sendable {
     /// Whether the stream failed here (its overflow), not with its task.
     var failedHere: Bool { state.withLock { $0.failedHere } }
 
+    /// Why the stream failed here (its overflow); `nil` when it did not.
+    var failureHere: APIError? {
+        state.withLock { state in
+            guard state.failedHere, case .failure(let error) = state.end else { return nil }
+            return error
+        }
+    }
+
     /// The bytes waiting in the overflow file.
     var spilledBytes: Int64 { state.withLock { $0.overflow?.unread ?? 0 } }
 
@@ -359,8 +395,8 @@ public struct APIByteStream: AsyncSequence, Sendable {
                 return chunk
             } catch {
                 ended.withLock { $0 = true }
-                // The stream failed under the transport (its overflow): the transfer goes no further.
-                if buffer.failedHere { task.cancel(reason: .concurrency) }
+                // A stream that failed under the transport (its overflow) stopped the transfer
+                // itself: its task fails with the same error.
                 throw error
             }
         }

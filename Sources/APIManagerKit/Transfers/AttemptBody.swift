@@ -60,7 +60,9 @@ enum AttemptBody {
         switch self {
         case .memory: return transfer
         case .download(let file): return CancellingFirst(body: file.cancel, transfer: transfer)
-        case .stream(let stream): return CancellingFirst(body: stream.cancel, transfer: transfer)
+        case .stream(let stream):
+            stream.attach(transfer)
+            return CancellingFirst(body: stream.cancel, transfer: transfer)
         }
     }
 
@@ -100,8 +102,18 @@ enum AttemptBody {
     private static func receive(
         _ answer: Result<APIRawResponse, any Error>, into stream: APIResponseBodyStream, mayRetry: inout Bool
     ) -> Result<APIRawResponse, any Error> {
-        // A cut body never ends the stream as whole: the task's cancellation ends it.
-        if stream.finish(answer) == .cancelled { return .failure(URLError(.cancelled)) }
+        switch stream.finish(answer) {
+        case .cancelled:
+            // A cut body never ends the stream as whole: the task's cancellation ends it.
+            return .failure(URLError(.cancelled))
+        case .failed:
+            // The stream failed under the transport (its overflow) and stopped the transfer: the
+            // attempt fails with its error, and is not repeated (the consumer had parts of it).
+            mayRetry = false
+            return .failure(stream.buffer.failureHere ?? .transport(underlying: URLError(.cannotWriteToFile)))
+        default:
+            break
+        }
         switch answer {
         case .success(let raw)
         where stream.buffer.expectsEventStream && (200..<300).contains(raw.statusCode) && raw.statusCode != 204

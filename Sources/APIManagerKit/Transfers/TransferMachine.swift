@@ -58,8 +58,9 @@ struct TransferMachine: Equatable, Sendable {
         case notOurFile
         /// Past ``APIDownload/maxSize``.
         case tooLarge(limit: Int64)
-        /// The file system failed (a full disk, a read-only folder); its error is the driver's.
-        case disk
+        /// Writing to the sink failed (a full disk, a read-only folder, a stream's overflow past its
+        /// limit); its error is the driver's.
+        case sinkFailed
         /// The server sent more bytes than the complete length it named.
         case overlong(written: Int64, completeLength: Int64)
     }
@@ -250,7 +251,7 @@ struct TransferMachine: Equatable, Sendable {
     /// Writing a part failed.
     mutating func writeFailed() -> [Action] {
         guard case .writing(let body) = state else { return [] }
-        state = .failed(.disk, body)
+        state = .failed(.sinkFailed, body)
         return [.close]
     }
 
@@ -316,7 +317,7 @@ struct TransferMachine: Equatable, Sendable {
     /// failed): the file is dropped.
     mutating func moveFailed() -> [Action] {
         guard case .ended(.complete, let body) = state else { return [] }
-        state = .ended(.failed(.disk), body)
+        state = .ended(.failed(.sinkFailed), body)
         return [.discard]
     }
 
