@@ -238,7 +238,7 @@ struct CacheTests {
         #expect(h.transport.records.count == 2)
     }
 
-    @Test(arguments: [APICacheEvent.Tier.memory, .sinkFailed])
+    @Test(arguments: [APICacheEvent.Tier.memory, .disk])
     func aForcedHashCollisionIsAMissNeverAWrongAnswer(tier: APICacheEvent.Tier) {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }

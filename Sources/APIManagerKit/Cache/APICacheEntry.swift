@@ -37,7 +37,7 @@ public enum APICacheEvent: Sendable, Equatable {
         /// The in-memory tier.
         case memory
         /// The on-disk tier.
-        case sinkFailed
+        case disk
     }
 
     /// A stored response was found.

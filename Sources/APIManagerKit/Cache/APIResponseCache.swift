@@ -163,15 +163,15 @@ public final class APIResponseCache: @unchecked Sendable {
     }
 
     /// Whether the disk tier is working (it turns off after a failed write).
-    public var hasDiskTier: Bool { state.withLock { $0.sinkFailed != nil } }
+    public var hasDiskTier: Bool { state.withLock { $0.disk != nil } }
     /// The directory of the disk tier, if it is working.
-    public var diskDirectory: URL? { state.withLock { $0.sinkFailed?.directory } }
+    public var diskDirectory: URL? { state.withLock { $0.disk?.directory } }
     /// Bytes held in memory.
     public var memoryUsage: Int { state.withLock { $0.memory.usage } }
     /// Entries held in memory.
     public var memoryCount: Int { state.withLock { $0.memory.count } }
     /// Bytes of the files the disk tier knows of.
-    public var diskUsage: Int { state.withLock { $0.sinkFailed?.usage ?? 0 } }
+    public var diskUsage: Int { state.withLock { $0.disk?.usage ?? 0 } }
 
     // MARK: Reading
 
@@ -182,7 +182,7 @@ public final class APIResponseCache: @unchecked Sendable {
         var events: [APICacheEvent] = []
         defer { emit(events) }
         let (found, diskURL): (APICacheEntry?, URL?) = state.withLock {
-            ($0.memory.entry(inSlot: slot) ?? $0.pendingWrites[slot]?.entry, $0.sinkFailed?.fileURL(forSlot: slot))
+            ($0.memory.entry(inSlot: slot) ?? $0.pendingWrites[slot]?.entry, $0.disk?.fileURL(forSlot: slot))
         }
         if let found {
             guard found.key == key else {
@@ -206,7 +206,7 @@ public final class APIResponseCache: @unchecked Sendable {
             return nil
         }
         guard let stored else {
-            state.withLock { $0.sinkFailed?.forget(slot: slot) }
+            state.withLock { $0.disk?.forget(slot: slot) }
             events.append(.miss(key))
             return nil
         }
@@ -216,9 +216,9 @@ public final class APIResponseCache: @unchecked Sendable {
         }
         let now = clock.date
         let expired: Bool = state.withLock { state in
-            guard let tier = state.sinkFailed else { return false }
+            guard let tier = state.disk else { return false }
             if now.timeIntervalSince(stored.storedAt) > tier.maxAge { return true }
-            state.sinkFailed?.recordUse(ofSlot: slot, size: tier.index[slot]?.size ?? 0, at: now)
+            state.disk?.recordUse(ofSlot: slot, size: tier.index[slot]?.size ?? 0, at: now)
             events += state.memory.store(stored, inSlot: slot).map { .evicted($0.key) }
             return false
         }
@@ -227,7 +227,7 @@ public final class APIResponseCache: @unchecked Sendable {
             events.append(.expired(key))
             return nil
         }
-        events.append(.hit(key, .sinkFailed))
+        events.append(.hit(key, .disk))
         return stored
     }
 
@@ -251,7 +251,7 @@ public final class APIResponseCache: @unchecked Sendable {
         var events: [APICacheEvent] = []
         let (diskURL, write): (URL?, UInt64) = state.withLock { state in
             events += state.memory.store(entry, inSlot: slot).map { .evicted($0.key) }
-            let url = state.sinkFailed?.fileURL(forSlot: slot)
+            let url = state.disk?.fileURL(forSlot: slot)
             state.lastWrite += 1
             if writingBehind, url != nil { state.pendingWrites[slot] = (entry, state.lastWrite) }
             return (url, state.lastWrite)
@@ -275,12 +275,12 @@ public final class APIResponseCache: @unchecked Sendable {
         }
         do {
             let size = try DiskCacheTier.write(entry, to: diskURL)
-            state.withLock { $0.sinkFailed?.recordUse(ofSlot: slot, size: size, at: entry.storedAt) }
+            state.withLock { $0.disk?.recordUse(ofSlot: slot, size: size, at: entry.storedAt) }
             evictFromDisk()
         } catch {
             let wasOn: Bool = state.withLock { state in
-                defer { state.sinkFailed = nil }
-                return state.sinkFailed != nil
+                defer { state.disk = nil }
+                return state.disk != nil
             }
             if wasOn { events.append(.diskUnavailable(reason: "\(error)")) }
         }
@@ -311,7 +311,7 @@ public final class APIResponseCache: @unchecked Sendable {
         let url: URL? = state.withLock { state in
             state.memory.removeEntry(inSlot: slot)
             state.pendingWrites[slot] = nil
-            return state.sinkFailed?.fileURL(forSlot: slot)
+            return state.disk?.fileURL(forSlot: slot)
         }
         // After any write of this file still queued, so the removal is the last word.
         if let url { ioQueue.sync { removeFile(url, slot: slot) } }
@@ -327,9 +327,9 @@ public final class APIResponseCache: @unchecked Sendable {
     public func removeAll() {
         let directory: URL? = state.withLock { state in
             state.memory.removeAll()
-            state.sinkFailed?.forgetAll()
+            state.disk?.forgetAll()
             state.pendingWrites.removeAll()
-            return state.sinkFailed?.directory
+            return state.disk?.directory
         }
         guard let directory else { return }
         ioQueue.sync {
@@ -344,13 +344,13 @@ public final class APIResponseCache: @unchecked Sendable {
     // MARK: Helpers
 
     private func removeFile(_ url: URL, slot: String) {
-        state.withLock { $0.sinkFailed?.forget(slot: slot) }
+        state.withLock { $0.disk?.forget(slot: slot) }
         try? FileManager.default.removeItem(at: url)
     }
 
     private func evictFromDisk() {
         let (victims, directory): ([String], URL?) = state.withLock {
-            ($0.sinkFailed?.slotsToEvict() ?? [], $0.sinkFailed?.directory)
+            ($0.disk?.slotsToEvict() ?? [], $0.disk?.directory)
         }
         guard let directory, !victims.isEmpty else { return }
         for slot in victims {
