@@ -384,37 +384,28 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             guard let self, self.lock.withLock({ self.state.pending[number] != nil }) else { return }
             switch stage {
             case .progress(_, let direction, let bytes, let expected):
-                var written = written
-                if direction == .download, let file = options.responseBodyFile, let response {
-                    do {
-                        if written == 0, try !file.begin(statusCode: response.statusCode, headers: response.headers) {
-                            written = -1  // not a body for the file
-                        }
-                        if written >= 0 {
-                            try file.write(response.body.subdata(in: written..<Int(bytes)))
-                            written = Int(bytes)
-                        }
-                    } catch {
-                        self.finish(number: number, with: .failure(URLError(.cannotWriteToFile)))
-                        return
-                    }
+                // A download's or a stream's body goes to its sink chunk by chunk, honouring its
+                // backpressure; a body the sink does not take arrives whole at the end.
+                guard direction == .download, written >= 0, let sink = options.responseBody, let response else {
+                    options.progress?(direction, bytes, expected)
+                    self.play(rest, number: number, options: options, response: response, written: written)
+                    return
                 }
-                options.progress?(direction, bytes, expected)
-                if direction == .download, written >= 0, let stream = options.responseBodyStream, let response {
-                    if written == 0, !stream.begin(statusCode: response.statusCode, headers: response.headers) {
-                        // Not a body for the stream: it arrives whole at the end.
+                do {
+                    if written == 0, try !sink.begin(statusCode: response.statusCode, headers: response.headers) {
+                        options.progress?(direction, bytes, expected)
                         self.play(rest, number: number, options: options, response: response, written: -1)
                         return
                     }
                     let next = Int(bytes)
-                    let chunk = response.body.subdata(in: written..<next)
-                    let goOn = stream.write(chunk) { [weak self] in
+                    let goOn = try sink.write(response.body.subdata(in: written..<next)) { [weak self] in
                         self?.play(rest, number: number, options: options, response: response, written: next)
                     }
+                    options.progress?(direction, bytes, expected)
                     if goOn { self.play(rest, number: number, options: options, response: response, written: next) }
-                    return
+                } catch {
+                    self.finish(number: number, with: .failure(URLError(.cannotWriteToFile)))
                 }
-                self.play(rest, number: number, options: options, response: response, written: written)
             case .end(_, let result):
                 self.finish(number: number, with: result)
             }

@@ -268,7 +268,7 @@ struct StreamingTests {
                 completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
             ) -> any APICancellable {
                 DispatchQueue.global().async {
-                    let stream = options.responseBodyStream
+                    let stream = options.responseBody as? APIResponseBodyStream
                     _ = stream?.begin(statusCode: 200, headers: [:])
                     for part in StreamingTests.parts { _ = stream?.write(part) {} }
                     completion(.success(APIRawResponse(statusCode: 200)))

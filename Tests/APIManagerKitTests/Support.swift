@@ -233,8 +233,8 @@ final class HeldSinkTransport: OptionsTransport, @unchecked Sendable {
     private(set) var options: APITransportOptions?
     private(set) var completion: (@Sendable (Result<APIRawResponse, any Error>) -> Void)?
     private(set) var cancelled = false
-    var file: APIResponseBodyFile? { options?.responseBodyFile }
-    var stream: APIResponseBodyStream? { options?.responseBodyStream }
+    var file: APIResponseBodyFile? { options?.responseBody as? APIResponseBodyFile }
+    var stream: APIResponseBodyStream? { options?.responseBody as? APIResponseBodyStream }
 
     func send(
         _ request: URLRequest, options: APITransportOptions,

@@ -69,15 +69,17 @@ public struct APIDownload: Sendable, Hashable {
     }
 }
 
-/// What the transport writes a download's body into (``APITransportOptions/responseBodyFile``): a
-/// transport that supports downloads calls ``begin(statusCode:headers:)`` when the head arrives,
-/// then ``write(_:)`` for each part of a body it was told to write (a `2xx` one), and keeps any
-/// other response's body in memory as usual. It may call these from any thread, one at a time.
+/// What the transport writes a download's body into (``APITransportOptions/responseBody``, an
+/// ``APIResponseBodySink``): a transport that supports downloads calls
+/// ``begin(statusCode:headers:)`` when the head arrives, then ``write(_:)`` (or the sink's
+/// ``write(_:whenReady:)``) for each part of a body it was told to write (a `2xx` one), and keeps
+/// any other response's body in memory as usual. It may call these from any thread, one at a time.
+/// Its writes go to the disk (``writesBlock``).
 ///
 /// Its ``TransferMachine`` decides, under its lock, what each call does: a head or a part that
 /// comes after the task was cancelled never reaches the file, and the file moves into place only
 /// when it is the server's whole file.
-public final class APIResponseBodyFile: Sendable {
+public final class APIResponseBodyFile: APIResponseBodySink {
 
     /// The machine, and the file it acts on.
     struct State {
@@ -174,6 +176,15 @@ public final class APIResponseBodyFile: Sendable {
             if let failure = state.machine.failure { throw Self.error(failure, diskError: state.diskError) }
         }
     }
+
+    /// ``write(_:)``, as a sink: a file never asks the transport to wait.
+    public func write(_ data: Data, whenReady: @escaping @Sendable () -> Void) throws -> Bool {
+        try write(data)
+        return true
+    }
+
+    /// `true`: a download's parts are written to the disk.
+    public var writesBlock: Bool { true }
 
     /// The bytes of the file so far (the resumed part included).
     public var writtenBytes: Int64 { state.withLock { $0.machine.body?.written ?? resumeOffset } }

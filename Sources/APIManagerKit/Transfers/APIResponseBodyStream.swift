@@ -8,7 +8,8 @@ import Musl
 import Darwin
 #endif
 
-/// What a transport writes a streamed response's body into (``APITransportOptions/responseBodyStream``),
+/// What a transport writes a streamed response's body into (``APITransportOptions/responseBody``, an
+/// ``APIResponseBodySink``),
 /// for a request sent with ``APIManager/bytes(for:)`` and its siblings: it calls
 /// ``begin(statusCode:headers:)`` when the head arrives, then ``write(_:whenReady:)`` for each part of
 /// a body it was told to stream (a `2xx` one), and keeps any other response's body in memory as
@@ -23,8 +24,9 @@ import Darwin
 /// lost. The file holds at most ``spillLimit`` bytes: past it, or when no file can be made (no
 /// temporary directory, a full disk), the stream fails after the parts it holds, with
 /// ``APIError/responseTooLarge(limit:)`` (``memoryLimit`` plus ``spillLimit``) or
-/// ``APIError/transport(underlying:)`` (the file system's error), and the task is cancelled.
-public final class APIResponseBodyStream: Sendable {
+/// ``APIError/transport(underlying:)`` (the file system's error); the stream then stops its
+/// transfer, and the task fails with the same error.
+public final class APIResponseBodyStream: APIResponseBodySink {
     /// The most bytes held for the consumer before the transport is asked to wait: 4 MiB.
     public static let highWater = 4 << 20
     /// The bytes held at which a waiting transport goes on: 1 MiB.

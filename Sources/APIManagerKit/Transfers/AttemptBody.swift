@@ -35,8 +35,8 @@ enum AttemptBody {
     func apply(to options: inout APITransportOptions) {
         switch self {
         case .memory: break
-        case .download(let file): options.responseBodyFile = file
-        case .stream(let stream): options.responseBodyStream = stream
+        case .download(let file): options.responseBody = file
+        case .stream(let stream): options.responseBody = stream
         }
     }
 

@@ -42,6 +42,38 @@ public protocol APITransport: Sendable {
     var acceptsBodyWriters: Bool { get }
 }
 
+/// Where a response's body goes when it does not stay in memory: a download's file
+/// (``APIResponseBodyFile``) or a stream's consumer (``APIResponseBodyStream``), given to the
+/// transport as ``APITransportOptions/responseBody``.
+///
+/// A transport calls ``begin(statusCode:headers:)`` once the head arrives; when it returns `true`,
+/// it calls ``write(_:whenReady:)`` for each part of the body, in order, one call at a time, from
+/// any thread, and reads the next part only once a write returned `true` or called `whenReady`.
+/// When it returns `false` the body is not the sink's (an error status, say): the transport keeps
+/// it in memory as for any request. A call that throws stops the transfer: the transport cancels
+/// the request and answers with any error (the engine reports the sink's). The body's end and a
+/// failure of the exchange reach the engine through the transport's one completion, never through
+/// the sink, so every request still has exactly one answer.
+///
+/// Each sink's ``TransferMachine`` owns the race between a cancellation and the transport's late
+/// calls: after the task was cancelled a head opens nothing and a part goes nowhere.
+public protocol APIResponseBodySink: AnyObject, Sendable {
+    /// The head arrived. Returns whether the body goes to the sink; throws to stop the transfer.
+    func begin(statusCode: Int, headers: [String: String]) throws -> Bool
+    /// Hands over a part of the body. Returns `true` to go on reading; `false` to wait until
+    /// `whenReady` is called (the consumer is behind). Throws to stop the transfer (a full disk, a
+    /// file past its size limit).
+    func write(_ data: Data, whenReady: @escaping @Sendable () -> Void) throws -> Bool
+    /// Whether ``write(_:whenReady:)`` may block on the file system: a transport that runs on an
+    /// event loop calls it off the loop (AsyncHTTPClientTransport uses NIO's thread pool). `false`
+    /// unless implemented.
+    var writesBlock: Bool { get }
+}
+
+extension APIResponseBodySink {
+    public var writesBlock: Bool { false }
+}
+
 /// What the engine tells a transport about a request beyond the `URLRequest`. The request's
 /// `timeoutInterval` is its idle timeout (``APIRequest/timeout``: no byte either way for that long
 /// fails the attempt with `URLError(.timedOut)`), and ``totalTimeout`` the longest the whole attempt
@@ -72,16 +104,25 @@ public struct APITransportOptions: Sendable, Hashable {
     /// A transport that never calls it still works: the engine gives each direction its final report
     /// when the attempt completes. Not part of the options' equality.
     public var progress: APIProgressReporter?
-    /// Where a `2xx` response's body goes instead of memory, for a download (``APIRequest/download``;
-    /// see ``APIResponseBodyFile`` for what a transport calls); `nil` otherwise. A transport that does
-    /// not support it still works: the engine writes the body it returns. Not part of the options'
-    /// equality.
-    public var responseBodyFile: APIResponseBodyFile?
-    /// Where a `2xx` response's body goes as it arrives, for a streamed request
-    /// (``APIManager/bytes(for:)``; see ``APIResponseBodyStream``); `nil` otherwise. A transport that
-    /// does not support it still works: the engine hands the consumer the body it returns, whole. Not
-    /// part of the options' equality.
-    public var responseBodyStream: APIResponseBodyStream?
+    /// Where the response's body goes instead of memory, when it does (see ``APIResponseBodySink``
+    /// for what a transport calls): a download's file (``APIRequest/download``,
+    /// ``APIResponseBodyFile``) or a streamed request's consumer (``APIManager/bytes(for:)``,
+    /// ``APIResponseBodyStream``); `nil` for a body kept in memory. A transport that does not
+    /// support it still works: the engine writes the body it returns to the file, or hands it to
+    /// the consumer whole. Not part of the options' equality.
+    public var responseBody: (any APIResponseBodySink)?
+    /// The download's file, when ``responseBody`` is one.
+    @available(*, deprecated, message: "Use responseBody: one sink for every body that does not stay in memory")
+    public var responseBodyFile: APIResponseBodyFile? {
+        get { responseBody as? APIResponseBodyFile }
+        set { responseBody = newValue }
+    }
+    /// The stream, when ``responseBody`` is one.
+    @available(*, deprecated, message: "Use responseBody: one sink for every body that does not stay in memory")
+    public var responseBodyStream: APIResponseBodyStream? {
+        get { responseBody as? APIResponseBodyStream }
+        set { responseBody = newValue }
+    }
     /// The body, written part by part, for a transport that accepts it
     /// (``APITransport/acceptsBodyWriters``): a multipart form too large for memory. The request
     /// then carries its `Content-Length` and `Content-Type` and an empty `httpBodyStream`
@@ -92,8 +133,8 @@ public struct APITransportOptions: Sendable, Hashable {
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
         cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
-        responseBodyFile: APIResponseBodyFile? = nil, responseBodyStream: APIResponseBodyStream? = nil,
-        bodyWriter: APIBodyWriter? = nil, totalTimeout: TimeInterval? = nil
+        responseBody: (any APIResponseBodySink)? = nil, bodyWriter: APIBodyWriter? = nil,
+        totalTimeout: TimeInterval? = nil
     ) {
         self.totalTimeout = totalTimeout
         self.sensitiveHeaders = sensitiveHeaders
@@ -102,9 +143,22 @@ public struct APITransportOptions: Sendable, Hashable {
         self.cookieDate = cookieDate
         self.bodyFile = bodyFile
         self.progress = progress
-        self.responseBodyFile = responseBodyFile
-        self.responseBodyStream = responseBodyStream
+        self.responseBody = responseBody
         self.bodyWriter = bodyWriter
+    }
+
+    /// Options with a download's file or a stream given apart (before ``responseBody``).
+    @available(*, deprecated, message: "Pass the file or the stream as responseBody")
+    public init(
+        sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
+        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
+        responseBodyFile: APIResponseBodyFile?, responseBodyStream: APIResponseBodyStream? = nil,
+        bodyWriter: APIBodyWriter? = nil, totalTimeout: TimeInterval? = nil
+    ) {
+        self.init(
+            sensitiveHeaders: sensitiveHeaders, maxResponseBodySize: maxResponseBodySize, cookies: cookies,
+            cookieDate: cookieDate, bodyFile: bodyFile, progress: progress,
+            responseBody: responseBodyFile ?? responseBodyStream, bodyWriter: bodyWriter, totalTimeout: totalTimeout)
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {

@@ -189,6 +189,15 @@ struct TransferHandle: APICancellable {
     }
 }
 
+/// Where a response's body goes, once its head arrived.
+enum BodyRoute {
+    /// Kept in memory (every response but a download's or a stream's `2xx`).
+    case memory
+    /// To the sink (``APITransportOptions/responseBody``), which took the head; the pause holds
+    /// the task back while a stream's consumer is behind.
+    case sink(any APIResponseBodySink, StreamPause)
+}
+
 /// What the transport keeps for one request while it runs.
 struct Transfer {
     let requestURL: URL?
@@ -207,14 +216,10 @@ struct Transfer {
     var body = Data()
     /// The body's announced length (for progress); `nil` when not announced.
     var expectedBytes: Int64?
-    /// Whether the body goes to the download's file (``APITransportOptions/responseBodyFile``).
-    var writesToFile = false
-    /// Whether the body goes to a stream's consumer (``APITransportOptions/responseBodyStream``).
-    var streams = false
-    /// Suspends the task while the stream's consumer is behind (a streamed body only).
-    var pause: StreamPause?
-    /// The bytes streamed so far (for progress).
-    var streamed: Int64 = 0
+    /// Where the body's parts go, once the head said.
+    var route = BodyRoute.memory
+    /// The bytes handed to the sink so far (for progress).
+    var sunk: Int64 = 0
     /// An authentication challenge was rejected, so the cancellation that follows is the response.
     var rejectedChallenge = false
     var timedOut = false
@@ -251,7 +256,7 @@ struct Transfer {
     mutating func isPastTimeout(at now: UInt64) -> Bool {
         if let deadline, deadline <= now { return true }
         guard let idleLimit else { return false }
-        if pause?.isHoldingBack == true {
+        if case .sink(_, let pause) = route, pause.isHoldingBack {
             lastActivity = now
             return false
         }
@@ -371,25 +376,24 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let codings = APIHTTPRules.contentCodings(
             (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
         // One locked step: refuse a length past the limit, or say where the body goes.
-        typealias Sinks = (file: APIResponseBodyFile?, stream: APIResponseBodyStream?)
-        let (tooLarge, sinks) = state.withLock { state -> (URLSessionTask?, Sinks) in
+        let (tooLarge, sink) = state.withLock { state -> (URLSessionTask?, (any APIResponseBodySink)?) in
             let identifier = dataTask.taskIdentifier
-            guard let transfer = state.transfers[identifier] else { return (nil, (nil, nil)) }
+            guard let transfer = state.transfers[identifier] else { return (nil, nil) }
             state.transfers[identifier]?.lastActivity = DispatchTime.now().uptimeNanoseconds
             let limit = transfer.maxBodySize
-            let sinks: Sinks = (transfer.options.responseBodyFile, transfer.options.responseBodyStream)
+            let sink = transfer.options.responseBody
             // A compressed body's announced length is not the length of the bytes counted.
             if declared >= 0, codings.isEmpty { state.transfers[identifier]?.expectedBytes = declared }
             // A download's or a stream's 2xx body does not stay in memory: the limit does not apply.
-            if sinks.file != nil || sinks.stream != nil, (200..<300).contains(status) { return (nil, sinks) }
+            if sink != nil, (200..<300).contains(status) { return (nil, sink) }
             if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
                 state.transfers[identifier]?.bodyTooLarge = true
-                return (dataTask, sinks)
+                return (dataTask, sink)
             }
             if declared > 0 {
                 state.transfers[identifier]?.body.reserveCapacity(Int(min(declared, Int64(limit ?? 16 << 20))))
             }
-            return (nil, sinks)
+            return (nil, sink)
         }
         if let tooLarge {
             // The Linux URLSession ignores the disposition, so the task is cancelled as well.
@@ -397,22 +401,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             tooLarge.cancel()
             return
         }
-        let (file, stream) = sinks
-        if let stream, let http = response as? HTTPURLResponse {
-            let streams = stream.begin(
-                statusCode: http.statusCode, headers: ResponseHeaders(response: http).allFields())
-            state.withLock {
-                $0.transfers[dataTask.taskIdentifier]?.streams = streams
-                if streams { $0.transfers[dataTask.taskIdentifier]?.pause = StreamPause() }
-            }
-        }
-        if let file, let http = response as? HTTPURLResponse {
+        if let sink, let http = response as? HTTPURLResponse {
             do {
-                let writes = try file.begin(
-                    statusCode: http.statusCode, headers: ResponseHeaders(response: http).allFields())
-                state.withLock { $0.transfers[dataTask.taskIdentifier]?.writesToFile = writes }
+                if try sink.begin(statusCode: http.statusCode, headers: ResponseHeaders(response: http).allFields()) {
+                    state.withLock { $0.transfers[dataTask.taskIdentifier]?.route = .sink(sink, StreamPause()) }
+                }
             } catch {
-                // The file keeps the failure; the engine reports it.
+                // The sink keeps the failure; the engine reports it.
                 completionHandler(.cancel)
                 dataTask.cancel()
                 return
@@ -426,10 +421,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         typealias Progress = (report: APIProgressReporter, bytes: Int64, expected: Int64?)
         /// Kept in memory (the common case); `tooLarge` is the task to cancel past the limit.
         case memory(tooLarge: URLSessionTask?, progress: Progress?)
-        /// To a stream's consumer; `progress.bytes` counts what was streamed with this part.
-        case stream(APIResponseBodyStream, StreamPause, progress: Progress?)
-        /// To a download's file (which counts its bytes).
-        case file(APIResponseBodyFile, progress: (report: APIProgressReporter, expected: Int64?)?)
+        /// To the sink (a download's file, a stream's consumer); `progress.bytes` counts what went
+        /// there with this part.
+        case sink(any APIResponseBodySink, StreamPause, progress: Progress?)
         case nowhere
     }
 
@@ -444,15 +438,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             state.transfers.values[index].lastActivity = DispatchTime.now().uptimeNanoseconds
             let options = state.transfers.values[index].options
             let expected = state.transfers.values[index].expectedBytes
-            if state.transfers.values[index].streams, let stream = options.responseBodyStream,
-                let pause = state.transfers.values[index].pause
-            {
-                state.transfers.values[index].streamed += Int64(data.count)
-                let streamed = state.transfers.values[index].streamed
-                return .stream(stream, pause, progress: options.progress.map { ($0, streamed, expected) })
-            }
-            if state.transfers.values[index].writesToFile, let file = options.responseBodyFile {
-                return .file(file, progress: options.progress.map { ($0, expected) })
+            if case .sink(let sink, let pause) = state.transfers.values[index].route {
+                state.transfers.values[index].sunk += Int64(data.count)
+                let sunk = state.transfers.values[index].sunk
+                return .sink(sink, pause, progress: options.progress.map { ($0, sunk, expected) })
             }
             let received = state.transfers.values[index].body.count + data.count
             if let limit = state.transfers.values[index].maxBodySize, received > limit {
@@ -467,25 +456,23 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         case .memory(let tooLarge, let progress):
             tooLarge?.cancel()
             if let progress { progress.report(.download, progress.bytes, progress.expected) }
-        case .stream(let stream, let pause, let progress):
-            let goOn = stream.write(data) { pause.ready(dataTask) }
+        case .sink(let sink, let pause, let progress):
+            let goOn: Bool
+            do {
+                goOn = try sink.write(data) { pause.ready(dataTask) }
+            } catch {
+                dataTask.cancel()  // the sink keeps the failure; the engine reports it
+                return
+            }
             #if !canImport(FoundationNetworking)
             if !goOn { pause.pause(dataTask) }
             #else
             // On Linux a suspended running task reads on regardless, and may never resume: the
-            // body is not held back there; the stream keeps what is past its memory limit in a
+            // body is not held back there; a stream keeps what is past its memory limit in a
             // temporary file (see the README's note on streamed responses).
             _ = goOn
             #endif
             if let progress { progress.report(.download, progress.bytes, progress.expected) }
-        case .file(let file, let progress):
-            do {
-                try file.write(data)
-            } catch {
-                dataTask.cancel()  // the file keeps the failure; the engine reports it
-                return
-            }
-            if let progress { progress.report(.download, file.receivedBytes, progress.expected) }
         case .nowhere:
             break
         }

@@ -173,8 +173,7 @@ final class Exchange: APICancellable, Sendable {
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
             uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile),
-            file: options.responseBodyFile, stream: options.responseBodyStream,
-            idleLimit: Self.timeAmount(request.timeoutInterval))
+            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeoutInterval))
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         collector.watchIdleTime(of: task)
         let proceed = state.withLockedValue { state -> Bool in
@@ -446,11 +445,19 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     private var uploaded: Int64 = 0
     /// The body's announced length for download progress: `nil` when compressed or not announced.
     private var expectedDownload: Int64?
-    /// Where a download's body goes (``APITransportOptions/responseBodyFile``), once the head said
-    /// it is one for the file; written on NIO's thread pool, the next part read when it is written.
-    private let file: APIResponseBodyFile?
-    private var writesToFile = false
-    /// The last part handed to the thread pool for the file; the attempt ends after it.
+    /// Where a download's or a stream's body goes (``APITransportOptions/responseBody``), once the
+    /// head said it is one for the sink: a sink whose writes block (a download's file) is written
+    /// on NIO's thread pool, any other on the event loop; the next part is read once one is taken.
+    private let sink: (any APIResponseBodySink)?
+    private var route = Route.memory
+    private enum Route {
+        case memory
+        /// To the sink; `offLoop` when its writes block.
+        case sink(offLoop: Bool)
+    }
+    /// The bytes handed to the sink so far (for progress).
+    private var sunk: Int64 = 0
+    /// The last part handed to the thread pool for the sink; the attempt ends after it.
     private var lastWrite: EventLoopFuture<Void>?
     /// The idle timeout (the request's `timeoutInterval`); `nil` for none.
     private let idleLimit: TimeAmount?
@@ -461,19 +468,13 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     private var heldBack = 0
     private var idleCheck: Scheduled<Void>?
     private var ended = false
-    /// Where a streamed body goes (``APITransportOptions/responseBodyStream``), once the head said
-    /// it is one for the stream; the next part is read when the consumer has caught up.
-    private let stream: APIResponseBodyStream?
-    private var streams = false
-    private var streamed: Int64 = 0
 
     init(
         url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil,
-        file: APIResponseBodyFile? = nil, stream: APIResponseBodyStream? = nil, idleLimit: TimeAmount? = nil
+        sink: (any APIResponseBodySink)? = nil, idleLimit: TimeAmount? = nil
     ) {
         self.idleLimit = idleLimit
-        self.file = file
-        self.stream = stream
+        self.sink = sink
         self.url = url
         self.limit = limit
         self.isHead = isHead
@@ -564,17 +565,15 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
                 expectedDownload = Int64(announcedLength)
             }
         }
-        if let stream {
-            streams = stream.begin(statusCode: Int(head.status.code), headers: Self.dictionary(head.headers))
-            if streams { return task.eventLoop.makeSucceededVoidFuture() }
-        }
-        if let file {
+        if let sink {
             do {
-                writesToFile = try file.begin(statusCode: Int(head.status.code), headers: Self.dictionary(head.headers))
+                if try sink.begin(statusCode: Int(head.status.code), headers: Self.dictionary(head.headers)) {
+                    route = .sink(offLoop: sink.writesBlock)
+                    return task.eventLoop.makeSucceededVoidFuture()
+                }
             } catch {
                 return task.eventLoop.makeFailedFuture(error)
             }
-            if writesToFile { return task.eventLoop.makeSucceededVoidFuture() }
         }
         // A length already past the limit stops the transfer before the body, as on
         // URLSessionTransport (unless the body is compressed: the limit counts decompressed bytes).
@@ -589,25 +588,31 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didReceiveBodyPart(task: HTTPClient.Task<APIRawResponse>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
         active()
-        if streams, let stream {
-            streamed += Int64(part.readableBytes)
-            progress?(.download, streamed, expectedDownload)
-            let promise = task.eventLoop.makePromise(of: Void.self)
-            let goOn = stream.write(Data(buffer: part, byteTransferStrategy: .noCopy)) { promise.succeed(()) }
-            if goOn { promise.succeed(()) }
-            return holdBack(promise.futureResult)
-        }
-        if writesToFile, let file {
-            // Off the event loop; the next part is read once this one is written (backpressure).
+        if case .sink(let offLoop) = route, let sink {
+            sunk += Int64(part.readableBytes)
             let data = Data(buffer: part, byteTransferStrategy: .noCopy)
             let progress = self.progress
-            let expected = expectedDownload
-            let write = NIOThreadPool.singleton.runIfActive(eventLoop: task.eventLoop) {
-                try file.write(data)
-                progress?(.download, file.receivedBytes, expected)
+            let (bytes, expected) = (sunk, expectedDownload)
+            // The next part is read once this one is taken (backpressure).
+            let ready = task.eventLoop.makePromise(of: Void.self)
+            guard !offLoop else {
+                // Off the event loop: a blocking write (a file) runs on NIO's thread pool.
+                let write = NIOThreadPool.singleton.runIfActive(eventLoop: task.eventLoop) {
+                    let goOn = try sink.write(data) { ready.succeed(()) }
+                    progress?(.download, bytes, expected)
+                    if goOn { ready.succeed(()) }
+                }
+                write.whenFailure { ready.fail($0) }
+                lastWrite = write
+                return holdBack(ready.futureResult)
             }
-            lastWrite = write
-            return holdBack(write)
+            progress?(.download, bytes, expected)
+            do {
+                if try sink.write(data, whenReady: { ready.succeed(()) }) { ready.succeed(()) }
+            } catch {
+                ready.fail(error)
+            }
+            return holdBack(ready.futureResult)
         }
         var part = part
         if body == nil {
