@@ -76,7 +76,7 @@ public struct APIDownload: Sendable, Hashable {
 /// any other response's body in memory as usual. It may call these from any thread, one at a time.
 /// Its writes go to the disk (``writesBlock``).
 ///
-/// Its ``TransferMachine`` decides, under its lock, what each call does: a head or a part that
+/// Its transfer machine decides, under its lock, what each call does: a head or a part that
 /// comes after the task was cancelled never reaches the file, and the file moves into place only
 /// when it is the server's whole file.
 public final class APIResponseBodyFile: APIResponseBodySink {

@@ -55,7 +55,7 @@ public protocol APITransport: Sendable {
 /// failure of the exchange reach the engine through the transport's one completion, never through
 /// the sink, so every request still has exactly one answer.
 ///
-/// Each sink's ``TransferMachine`` owns the race between a cancellation and the transport's late
+/// Each sink's transfer machine owns the race between a cancellation and the transport's late
 /// calls: after the task was cancelled a head opens nothing and a part goes nowhere.
 public protocol APIResponseBodySink: AnyObject, Sendable {
     /// The head arrived. Returns whether the body goes to the sink; throws to stop the transfer.
