@@ -80,25 +80,44 @@ if $instructions; then
     if $ahc; then
         echo "| body | in flight | raw URLSession | raw AsyncHTTPClient | manager on AsyncHTTPClientTransport | generated OpenAPI client | manager / raw URLSession | manager / raw AsyncHTTPClient | OpenAPI client / raw AsyncHTTPClient |"
         echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        declare -A per
+        slope() {  # CLIENT BODY FLIGHT: instructions per request, the slope between 300 and 900 requests
+            local out_low="$root/cg.$1.$2.$3.low" out_high="$root/cg.$1.$2.$3.high" low high
+            valgrind --tool=callgrind --callgrind-out-file="$out_low" "$binary" --url "http://127.0.0.1:$port" \
+                --only "$1" --body "$2" --in-flight "$3" --requests 300 > /dev/null 2>&1
+            valgrind --tool=callgrind --callgrind-out-file="$out_high" "$binary" --url "http://127.0.0.1:$port" \
+                --only "$1" --body "$2" --in-flight "$3" --requests 900 > /dev/null 2>&1
+            low=$(callgrind_annotate "$out_low" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,)
+            high=$(callgrind_annotate "$out_high" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,)
+            echo $(((high - low) / 600))
+        }
+        clients="raw ahc managerAHC openapi ahcLike managerAHCLike managerAHCLikeInline ahcNoTracer"
         for setup in "small 1" "small 8" "large 8"; do
             read -r body flight <<< "$setup"
-            declare -A per
-            for client in raw ahc managerAHC openapi; do
-                out_low="$root/cg.$client.$body.$flight.low"
-                out_high="$root/cg.$client.$body.$flight.high"
-                valgrind --tool=callgrind --callgrind-out-file="$out_low" "$binary" --url "http://127.0.0.1:$port" \
-                    --only "$client" --body "$body" --in-flight "$flight" --requests 300 > /dev/null 2>&1
-                valgrind --tool=callgrind --callgrind-out-file="$out_high" "$binary" --url "http://127.0.0.1:$port" \
-                    --only "$client" --body "$body" --in-flight "$flight" --requests 900 > /dev/null 2>&1
-                low=$(callgrind_annotate "$out_low" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,)
-                high=$(callgrind_annotate "$out_high" 2> /dev/null | awk '/PROGRAM TOTALS/ && !seen { print $1; seen = 1 }' | tr -d ,)
-                per[$client]=$(((high - low) / 600))
-            done
+            for client in $clients; do per[$client.$body.$flight]=$(slope "$client" "$body" "$flight"); done
+        done
+        for setup in "small 1" "small 8" "large 8"; do
+            read -r body flight <<< "$setup"
             label=$([[ $body == small ]] && echo "205 B" || echo "64 KiB")
-            awk -v b="$label" -v f="$flight" -v r="${per[raw]}" -v a="${per[ahc]}" -v m="${per[managerAHC]}" \
-                -v o="${per[openapi]}" 'BEGIN {
+            awk -v b="$label" -v f="$flight" -v r="${per[raw.$body.$flight]}" -v a="${per[ahc.$body.$flight]}" \
+                -v m="${per[managerAHC.$body.$flight]}" -v o="${per[openapi.$body.$flight]}" 'BEGIN {
                 printf "| %s | %d | %.0fk | %.0fk | %.0fk | %.0fk | %.3fx | %.3fx | %.3fx |\n", b, f, r / 1000, a / 1000,
                     m / 1000, o / 1000, m / r, m / a, o / a }'
+        done
+        echo
+        echo "Like for like: the same HTTPClient (the transport's settings, AsyncHTTPClient's default tracing),"
+        echo "raw sending the engine's two default headers; and raw AsyncHTTPClient without its no-op tracer."
+        echo
+        echo "| body | in flight | raw AHC, 2 headers | manager, same client | manager .inline, same client | like for like | .inline like for like | raw AHC, tracer nil | raw AHC / tracer nil |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        for setup in "small 1" "small 8" "large 8"; do
+            read -r body flight <<< "$setup"
+            label=$([[ $body == small ]] && echo "205 B" || echo "64 KiB")
+            awk -v b="$label" -v f="$flight" -v l="${per[ahcLike.$body.$flight]}" \
+                -v m="${per[managerAHCLike.$body.$flight]}" -v i="${per[managerAHCLikeInline.$body.$flight]}" \
+                -v n="${per[ahcNoTracer.$body.$flight]}" -v a="${per[ahc.$body.$flight]}" 'BEGIN {
+                printf "| %s | %d | %.1fk | %.1fk | %.1fk | %.3fx | %.3fx | %.1fk | %.3fx |\n", b, f, l / 1000, m / 1000,
+                    i / 1000, m / l, i / l, n / 1000, a / n }'
         done
         echo
         echo "instructions per request, valgrind --tool=callgrind, slope between 300 and 900 requests"

@@ -6,6 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
+import Tracing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -60,14 +61,27 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
     ///   request's retry policy decides what happens next. (With it on, AsyncHTTPClient keeps
     ///   trying until its connect timeout, 10 s unless set, before it reports anything; borrow a
     ///   client configured so if that is what you want.)
+    ///
+    /// When the configuration's tracer is the no-op one (no tracer was bootstrapped with
+    /// `InstrumentationSystem.bootstrap` before the configuration was made, and none was set), it is
+    /// left out: AsyncHTTPClient would otherwise build and end a span that goes nowhere for every
+    /// request (about 32k instructions per request here; Benchmarks/README.md). A bootstrapped or
+    /// given tracer is kept, and so is a client you pass to ``init(client:maxRedirects:)``.
     public init(configuration: HTTPClient.Configuration = HTTPClient.Configuration(), maxRedirects: Int = 20) {
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.own(configuration))
+        self.ownsClient = true
+        self.maxRedirects = max(0, maxRedirects)
+    }
+
+    /// The configuration of the transport's own client: `configuration` with the settings
+    /// ``init(configuration:maxRedirects:)`` replaces.
+    static func own(_ configuration: HTTPClient.Configuration) -> HTTPClient.Configuration {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .enabled(limit: .none)
         configuration.connectionPool.retryConnectionEstablishment = false
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.ownsClient = true
-        self.maxRedirects = max(0, maxRedirects)
+        if configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
+        return configuration
     }
 
     /// A transport on a client you own and shut down. Give it one whose redirect setting is

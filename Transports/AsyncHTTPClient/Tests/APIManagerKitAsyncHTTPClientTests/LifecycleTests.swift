@@ -1,8 +1,10 @@
 import APIManagerKit
-import APIManagerKitAsyncHTTPClient
 import AsyncHTTPClient
 import Foundation
+import InMemoryTracing
 import Testing
+
+@testable import APIManagerKitAsyncHTTPClient
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -33,6 +35,16 @@ struct LifecycleTests {
         }
         #expect(error.userInfo[NSUnderlyingErrorKey] as? HTTPClientError == .alreadyShutdown)
         #expect(transport.requestsInFlight == 0)
+    }
+
+    /// No tracer is bootstrapped in the tests: the transport's own client builds no span that goes
+    /// nowhere; a tracer given in the configuration is kept.
+    @Test func itsOwnClientLeavesTheNoOpTracerOutAndKeepsAGivenOne() {
+        #expect(HTTPClient.Configuration().tracing.tracer != nil, "AsyncHTTPClient's default: the no-op tracer")
+        #expect(AsyncHTTPClientTransport.own(HTTPClient.Configuration()).tracing.tracer == nil)
+        var configuration = HTTPClient.Configuration()
+        configuration.tracing.tracer = InMemoryTracer()
+        #expect(AsyncHTTPClientTransport.own(configuration).tracing.tracer is InMemoryTracer)
     }
 
     @Test func aBorrowedClientIsNeverShutDownByTheTransport() async throws {
