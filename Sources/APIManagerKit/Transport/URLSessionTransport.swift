@@ -198,6 +198,34 @@ enum BodyRoute {
     case sink(any APIResponseBodySink, StreamPause)
 }
 
+/// Why the transport stopped a request itself.
+enum Stop: Equatable {
+    /// A redirect was refused, and the attempt fails with this: `URLError(.unsupportedURL)` for a
+    /// scheme other than http or https, ``APIHTTPRules/streamBodyRedirectFailure(status:method:sendsStreamOnce:)``
+    /// for one that would send a stream body again.
+    case refusedRedirect(any Error)
+    /// The body passed the request's limit.
+    case bodyTooLarge
+    /// Past the total or the idle timeout.
+    case timedOut
+    /// An authentication challenge was rejected (Linux), so the cancellation that follows is the
+    /// `401` response.
+    case rejectedChallenge
+
+    /// Whether parts that still arrive are dropped (the `401` of a rejected challenge is kept).
+    var dropsBody: Bool { self != .rejectedChallenge }
+
+    static func == (lhs: Stop, rhs: Stop) -> Bool {
+        switch (lhs, rhs) {
+        case (.refusedRedirect, .refusedRedirect), (.bodyTooLarge, .bodyTooLarge), (.timedOut, .timedOut),
+            (.rejectedChallenge, .rejectedChallenge):
+            return true
+        default:
+            return false
+        }
+    }
+}
+
 /// What the transport keeps for one request while it runs.
 struct Transfer {
     let requestURL: URL?
@@ -220,14 +248,9 @@ struct Transfer {
     var route = BodyRoute.memory
     /// The bytes handed to the sink so far (for progress).
     var sunk: Int64 = 0
-    /// An authentication challenge was rejected, so the cancellation that follows is the response.
-    var rejectedChallenge = false
-    var timedOut = false
-    var bodyTooLarge = false
-    /// A redirect was refused, and the attempt fails with this: `URLError(.unsupportedURL)` for a
-    /// scheme other than http or https, ``APIHTTPRules/streamBodyRedirectFailure(status:method:sendsStreamOnce:)``
-    /// for one that would send a stream body again.
-    var refusedRedirect: (any Error)?
+    /// Why the transport stopped the request itself, when it did (the first reason counts): the
+    /// attempt ends so, whatever URLSession reports after.
+    var stop: Stop?
     /// Whether the body is a stream that cannot be sent again on a redirect (a stream that is not a
     /// file; on Linux, any).
     var sendsStreamOnce = false
@@ -249,6 +272,11 @@ struct Transfer {
         self.deadline = nanoseconds(options.totalTimeout).map { now + $0 }
         self.idleLimit = nanoseconds(timeout)
         self.lastActivity = now
+    }
+
+    /// Stops the request for `reason`, unless it was stopped already (the first reason counts).
+    mutating func stopping(_ reason: Stop) {
+        if stop == nil { stop = reason }
     }
 
     /// Whether the attempt is past its total or idle timeout at `now`; a stream whose consumer holds
@@ -301,9 +329,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             var anyDeadline = false
             for index in state.transfers.indices {
                 let transfer = state.transfers.values[index]
-                guard transfer.deadline != nil || transfer.idleLimit != nil, !transfer.timedOut else { continue }
+                guard transfer.deadline != nil || transfer.idleLimit != nil, transfer.stop == nil else { continue }
                 if state.transfers.values[index].isPastTimeout(at: now) {
-                    state.transfers.values[index].timedOut = true
+                    state.transfers.values[index].stop = .timedOut
                     expired.append(transfer.task)
                 } else {
                     anyDeadline = true
@@ -339,7 +367,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
                     sendsStreamOnce: transfer.sendsStreamOnce)
                 : URLError(.unsupportedURL)
             if let refusal {
-                state.transfers[task.taskIdentifier]?.refusedRedirect = refusal
+                state.transfers[task.taskIdentifier]?.stopping(.refusedRedirect(refusal))
                 return .refused
             }
             return .follow(requestURL: transfer.requestURL, options: transfer.options)
@@ -387,7 +415,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // A download's or a stream's 2xx body does not stay in memory: the limit does not apply.
             if sink != nil, (200..<300).contains(status) { return (nil, sink) }
             if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
-                state.transfers[identifier]?.bodyTooLarge = true
+                state.transfers[identifier]?.stopping(.bodyTooLarge)
                 return (dataTask, sink)
             }
             if declared > 0 {
@@ -433,7 +461,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // Fields are read in place: a copy of the transfer would share its body, and the append
             // below would then copy the whole body every time (quadratic).
             guard let index = state.transfers.index(forKey: identifier),
-                !state.transfers.values[index].bodyTooLarge
+                state.transfers.values[index].stop?.dropsBody != true
             else { return .nowhere }
             state.transfers.values[index].lastActivity = DispatchTime.now().uptimeNanoseconds
             let options = state.transfers.values[index].options
@@ -445,7 +473,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             }
             let received = state.transfers.values[index].body.count + data.count
             if let limit = state.transfers.values[index].maxBodySize, received > limit {
-                state.transfers.values[index].bodyTooLarge = true
+                state.transfers.values[index].stopping(.bodyTooLarge)
                 state.transfers.values[index].body = Data()
                 return .memory(tooLarge: dataTask, progress: nil)
             }
@@ -510,7 +538,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         #if canImport(FoundationNetworking)
-        state.withLock { $0.transfers[task.taskIdentifier]?.rejectedChallenge = true }
+        state.withLock { $0.transfers[task.taskIdentifier]?.stopping(.rejectedChallenge) }
         completionHandler(.rejectProtectionSpace, nil)
         #else
         completionHandler(.performDefaultHandling, nil)
@@ -526,20 +554,20 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         guard let transfer = state.withLock({ $0.transfers.removeValue(forKey: taskIdentifier) }) else { return }
         let completion = transfer.completion
         let body = transfer.body
-        let (timedOut, bodyTooLarge) = (transfer.timedOut, transfer.bodyTooLarge)
-        let rejectedChallenge = transfer.rejectedChallenge
-        if let refusal = transfer.refusedRedirect {
+        switch transfer.stop {
+        case .refusedRedirect(let refusal):
             completion(.failure(refusal))
             return
-        }
-        if bodyTooLarge, let limit = transfer.maxBodySize {
-            completion(.failure(APIError.responseTooLarge(limit: limit)))
+        case .bodyTooLarge:
+            completion(.failure(APIError.responseTooLarge(limit: transfer.maxBodySize ?? 0)))
             return
-        }
-        if timedOut {
+        case .timedOut:
             completion(.failure(URLError(.timedOut)))
             return
+        case .rejectedChallenge, nil:
+            break
         }
+        let rejectedChallenge = transfer.stop == .rejectedChallenge
         let http = response as? HTTPURLResponse
         if let error {
             let code = (error as? URLError)?.code
