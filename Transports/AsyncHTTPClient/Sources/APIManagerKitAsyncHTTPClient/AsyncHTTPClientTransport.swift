@@ -441,7 +441,7 @@ final class Exchange: APICancellable, Sendable {
 }
 
 /// Collects a response on its event loop: the head, then the body up to the limit.
-final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
+final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandler, @unchecked Sendable {
     // @unchecked: AsyncHTTPClient calls every method on the request's one event loop, in order.
     typealias Response = APIRawResponse
 
@@ -480,7 +480,10 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
     /// Parts handed on and not yet taken (a stream's consumer behind, a file write on the pool): the
     /// connection is held back on purpose, which is not idle time.
     private var heldBack = 0
-    private var idleCheck: Scheduled<Void>?
+    /// The next idle check: a scheduled callback (no promise, no future), cancelled at the end.
+    private var idleCheck: NIOScheduledCallback?
+    /// The task whose idle time is watched, until the exchange ends.
+    private var watched: HTTPClient.Task<APIRawResponse>?
     private var ended = false
 
     init(
@@ -504,13 +507,22 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         guard idleLimit != nil else { return }
         task.eventLoop.execute { [self] in
             guard !ended else { return }
+            watched = task
             lastActivity = .now()
             scheduleIdleCheck(of: task, in: idleLimit ?? .zero)
         }
     }
 
     private func scheduleIdleCheck(of task: HTTPClient.Task<APIRawResponse>, in delay: TimeAmount) {
-        idleCheck = task.eventLoop.scheduleTask(in: delay) { [self] in checkIdleTime(of: task) }
+        // A scheduled callback, not `scheduleTask`: no promise and no future for every request.
+        idleCheck = try? task.eventLoop.scheduleCallback(in: delay, handler: self)
+    }
+
+    /// The idle check is due (on the request's event loop).
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+        idleCheck = nil
+        guard let watched else { return }
+        checkIdleTime(of: watched)
     }
 
     private func checkIdleTime(of task: HTTPClient.Task<APIRawResponse>) {
@@ -534,6 +546,7 @@ final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
         ended = true
         idleCheck?.cancel()
         idleCheck = nil
+        watched = nil
     }
 
     /// Counts `future` as holding the connection back until it completes.
