@@ -198,12 +198,17 @@ final class Exchange: APICancellable, Sendable {
         if !proceed { task.cancel() }
         // A download's last parts may still be on their way to the disk (NIO's thread pool may be
         // busy) when the connection is cut: the attempt ends once they are written, so the engine
-        // sees the whole part it may resume.
-        task.futureResult.flatMapWithEventLoop { raw, eventLoop in
-            collector.writesDone(on: eventLoop).map { raw }
-        }.flatMapErrorWithEventLoop { error, eventLoop in
-            collector.writesDone(on: eventLoop).flatMapThrowing { _ -> APIRawResponse in throw error }
-        }.whenComplete { [self] result in
+        // sees the whole part it may resume. A body that is not written off the loop has no such
+        // parts: its answer goes on without the two futures.
+        var answered = task.futureResult
+        if options.responseBody?.writesBlock == true {
+            answered = answered.flatMapWithEventLoop { raw, eventLoop in
+                collector.writesDone(on: eventLoop).map { raw }
+            }.flatMapErrorWithEventLoop { error, eventLoop in
+                collector.writesDone(on: eventLoop).flatMapThrowing { _ -> APIRawResponse in throw error }
+            }
+        }
+        answered.whenComplete { [self] result in
             switch result {
             case .success(let raw):
                 switch redirect(of: request, answeredBy: raw, after: redirects) {
