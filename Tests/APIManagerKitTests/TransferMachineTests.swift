@@ -437,4 +437,49 @@ struct TransferMachineRandomTests {
                 "a kept part is a prefix of the server's file")
         }
     }
+
+    /// A stream's machine under random events: nothing reaches the consumer before a head it takes
+    /// (a `2xx`; for an event stream a `200 text/event-stream`), after a cancellation, or after the
+    /// answer; a cancelled attempt ends cancelled whatever the transport answers.
+    @Test(arguments: 0..<4)
+    func aStreamTakesPartsOnlyBetweenItsHeadAndItsEnd(seed: UInt64) {
+        var random = SplitMix64(state: 2_900 + seed)
+        for _ in 0..<500 {
+            let eventStream = Bool.random(using: &random)
+            var machine = TransferMachine(sink: .stream(eventStream: eventStream))
+            var takes = false
+            var cancelled = false
+            var ended: TransferMachine.End?
+            for _ in 0..<12 {
+                switch Int.random(in: 0..<5, using: &random) {
+                case 0:
+                    let status = [200, 200, 204, 404].randomElement(using: &random) ?? 200
+                    let type = ["text/event-stream", "text/html"].randomElement(using: &random) ?? "text/html"
+                    let wasAwaiting = machine.state == .awaitingHead
+                    _ = machine.head(statusCode: status, headers: ["Content-Type": type])
+                    if wasAwaiting, !cancelled, ended == nil {
+                        takes =
+                            eventStream ? status == 200 && type == "text/event-stream" : (200..<300).contains(status)
+                    }
+                case 1:
+                    let writes = machine.part(count: 10) == [.write]
+                    #expect(writes == (takes && !cancelled && ended == nil), "a part is taken only while streaming")
+                case 2:
+                    _ = machine.cancel()
+                    if ended == nil, machine.failure == nil { cancelled = true }
+                case 3:
+                    let answer: TransferMachine.Answer =
+                        Bool.random(using: &random) ? .success(statusCode: 200) : .failure
+                    if let (_, end) = machine.answer(answer) {
+                        #expect(ended == nil, "one end")
+                        ended = end
+                        if cancelled { #expect(end == .cancelled) }
+                        if end == .complete { #expect(takes && answer != .failure) }
+                    }
+                default:
+                    break
+                }
+            }
+        }
+    }
 }
