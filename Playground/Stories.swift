@@ -205,6 +205,13 @@ final class Stage: @unchecked Sendable {
     }
 
     /// Moves to `seconds` after the story began: virtual time is advanced, real time is waited for.
+    /// Waits until the story's requests have ended, at most `limit` seconds: on a busy machine a
+    /// live server answers late, and a story's last lines must print under it, not under the next.
+    func settle(upTo limit: TimeInterval = 30) {
+        let end = Date().addingTimeInterval(limit)
+        while api.engine.inFlightCount > 0, Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+    }
+
     func at(_ seconds: TimeInterval) {
         if let clock = clock as? TestClock {
             clock.advance(by: seconds - clock.now)

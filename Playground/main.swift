@@ -56,5 +56,7 @@ for (index, story) in selected.enumerated() {
         "== \(story.title)  [--story \(story.name)]"
             + (liveBaseURL.map { "  live: \($0.absoluteString) on \(transportName)" } ?? ""))
     let transport = LiveTransports.make(transportName) ?? URLSessionTransport()
-    story.run(Stage(liveBaseURL: liveBaseURL, liveTransport: transport, authentication: story.authentication))
+    let stage = Stage(liveBaseURL: liveBaseURL, liveTransport: transport, authentication: story.authentication)
+    story.run(stage)
+    if stage.isLive { stage.settle() }
 }
