@@ -28,7 +28,7 @@ public func fuzzContentRange(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     }
     if let range = ContentRange(lines.last ?? "") {
         let record = ResumeRecord(url: nil, validator: lines.first, completeLength: range.completeLength)
-        _ = APIResponseBodyFile.isAnotherVersion(
+        _ = TransferMachine.isAnotherVersion(
             sent: record, answered: ["ETag": lines.dropFirst().first ?? "", "Last-Modified": text], range: range)
     }
     return 0
