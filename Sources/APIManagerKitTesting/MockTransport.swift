@@ -133,6 +133,9 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         public var endedAt: TimeInterval?
         /// What the engine told the transport beside the request (its total timeout, body limit…).
         public var options = APITransportOptions()
+        /// The request as the engine handed it over (``APIHTTPRequest``: fields in order, the body as
+        /// it was given); `nil` for a request sent as a `URLRequest`.
+        public var httpRequest: APIHTTPRequest?
 
         /// The request's method (`GET` when unset).
         public var method: String { request.httpMethod ?? "GET" }
@@ -247,20 +250,40 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
     // MARK: APITransport
 
-    /// Answers from the script: at once, after the reply's latency, or when released.
+    /// Answers from the script; a staged reply (``Reply/inChunks(_:every:)``, ``Reply/cut(after:)``,
+    /// ``Reply/uploading(over:steps:)``) plays out on the clock, reporting its progress to
+    /// `options.progress`. A held reply is answered whole when released. The record keeps the
+    /// request as given (``Record/httpRequest``) and as a `URLRequest` (``Record/request``).
+    public func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        var options = options
+        if case .file(let file) = request.body { options.bodyFile = file }
+        if case .writer(let writer) = request.body { options.bodyWriter = writer }
+        if let totalTimeout = request.totalTimeout { options.totalTimeout = totalTimeout }
+        return answer(request.urlRequest, as: request, options: options, completion: completion)
+    }
+
+    /// Answers a `URLRequest` from the script: at once, after the reply's latency, or when released.
     public func send(
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
-        send(request, options: APITransportOptions(), completion: completion)
+        answer(request, as: nil, options: APITransportOptions(), completion: completion)
     }
 
-    /// Answers from the script; a staged reply (``Reply/inChunks(_:every:)``, ``Reply/cut(after:)``,
-    /// ``Reply/uploading(over:steps:)``) plays out on the clock, reporting its progress to
-    /// `options.progress`. A held reply is answered whole when released.
+    /// Answers a `URLRequest` from the script, as ``send(_:options:completion:)`` does.
     public func send(
         _ request: URLRequest,
         options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        answer(request, as: nil, options: options, completion: completion)
+    }
+
+    private func answer(
+        _ request: URLRequest, as given: APIHTTPRequest?, options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         let now = clock.now
@@ -275,6 +298,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             let number = state.records.count + 1
             var record = Record(number: number, request: request, outcome: .pending, sentAt: now)
             record.options = options
+            record.httpRequest = given
             state.records.append(record)
             let path = request.url?.path ?? ""
             let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")

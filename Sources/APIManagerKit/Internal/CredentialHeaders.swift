@@ -30,4 +30,9 @@ enum CredentialHeaders {
             request.setValue(nil, forHTTPHeaderField: name)
         }
     }
+
+    /// Removes every credential header from a request value, as ``remove(from:marked:)-(URLRequest,_)``.
+    static func remove(from request: inout APIHTTPRequest, marked: Set<String> = []) {
+        request.headerFields.removeAll { APISecrets.isSecret($0.name, additionalNames: marked) }
+    }
 }

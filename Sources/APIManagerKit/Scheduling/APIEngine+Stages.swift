@@ -178,13 +178,19 @@ extension APIEngine {
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }
         attempt.sent = (options, clock.now)
-        let request = attempt.request
+        let request: APIHTTPRequest
+        do {
+            request = try APIHTTPRequest(
+                attempt.request, bodyFile: attempt.bodyFile, totalTimeout: attempt.task.totalTimeout)
+        } catch {
+            return .failed(error)
+        }
         // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
         // never shared.
-        if attempt.task.sharing != .never, attempt.task.sharing.allows(request.httpMethod),
-            request.httpBodyStream == nil, attempt.body.isMemory
+        if attempt.task.sharing != .never, attempt.task.sharing.allows(attempt.request.httpMethod),
+            attempt.request.httpBodyStream == nil, attempt.body.isMemory
         {
-            return sendShared(attempt, options: options)
+            return sendShared(attempt, request: request, options: options)
         }
         tellStarted(attempt, kind: .started)
         // Off the transport's callback queue: responses of different tasks build in parallel.
@@ -194,7 +200,9 @@ extension APIEngine {
 
     /// Sends the attempt on the flight of its identical requests, or joins it (see
     /// ``SharedFlights``); the handle the machine keeps leaves the flight.
-    private func sendShared(_ attempt: Attempt, options: APITransportOptions) -> Attempt.Outcome {
+    private func sendShared(
+        _ attempt: Attempt, request: APIHTTPRequest, options: APITransportOptions
+    ) -> Attempt.Outcome {
         let task = attempt.task
         let key = SharedFlights.Key(
             attempt.request, bodyLimit: task.maxResponseBodySize, partition: task.cacheSettings.partition)
@@ -205,7 +213,7 @@ extension APIEngine {
             return .sent(member)
         case .leads(let flight, let member):
             tellStarted(attempt, kind: .started)
-            launch(SharedFlights.Launch(leader: attempt, key: key, flight: flight))
+            launch(SharedFlights.Launch(leader: attempt, request: request, key: key, flight: flight))
             return .sent(member)
         }
     }
@@ -218,7 +226,16 @@ extension APIEngine {
             attempt.sent?.options
             ?? APITransportOptions(
                 sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize)
-        let handle = transport.send(attempt.request, options: options) { result in
+        let request: APIHTTPRequest
+        do {
+            request =
+                try launch.request
+                ?? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: attempt.task.totalTimeout)
+        } catch {
+            flights.answered(launch.key, flight: launch.flight, with: .failure(error))
+            return
+        }
+        let handle = transport.send(request, options: options) { result in
             flights.answered(launch.key, flight: launch.flight, with: result)
         }
         flights.took(launch.key, flight: launch.flight, handle: handle)

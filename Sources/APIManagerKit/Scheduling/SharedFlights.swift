@@ -68,6 +68,8 @@ final class SharedFlights: Sendable {
     /// A resting flight to launch: `leader` calls the transport for everyone on board.
     struct Launch {
         let leader: Attempt
+        /// The request to send, when the leader built it already (`nil`: built from the leader's).
+        var request: APIHTTPRequest?
         let key: Key
         let flight: UInt64
     }
@@ -164,7 +166,7 @@ final class SharedFlights: Sendable {
             }
             flight.leader = first.task.identifier
             state.flights[key] = flight
-            return Launch(leader: first, key: key, flight: flight.number)
+            return Launch(leader: first, request: nil, key: key, flight: flight.number)
         }
     }
 

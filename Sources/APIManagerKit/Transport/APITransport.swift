@@ -4,42 +4,69 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The network seam: sends one `URLRequest` and reports what came back. ``URLSessionTransport`` is
-/// the default; `MockTransport` (APIManagerKitTesting) scripts answers for tests.
+/// The network seam: sends one request (an ``APIHTTPRequest``) and reports what came back.
+/// ``URLSessionTransport`` is the default; `MockTransport` (APIManagerKitTesting) scripts answers
+/// for tests; AsyncHTTPClientTransport (its own package) runs on SwiftNIO.
 ///
-/// A transport must call `completion` exactly once unless the request is cancelled (after which it
-/// may call it or not; the engine drops any late call). It may call it on any thread, even before
-/// ``send(_:completion:)`` returns.
+/// A transport implements one method, ``send(_:options:completion:)``. It must call `completion`
+/// exactly once unless the request is cancelled (after which it may call it or not; the engine drops
+/// any late call). It may call it on any thread, even before `send` returns.
+///
+/// A transport written before ``APIHTTPRequest`` (one that implements `send(_: URLRequest, …)`)
+/// keeps working for this release: the default ``send(_:options:completion:)`` gives it the request
+/// as a `URLRequest` (``APIHTTPRequest/urlRequest``) with the same options. To port one, rename the
+/// method's request type and read the request from the value:
+///
+/// ```swift
+/// func send(_ request: APIHTTPRequest, options: APITransportOptions,
+///           completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void) -> any APICancellable {
+///     let urlRequest = request.urlRequest  // or request.method, .url, .headerFields, .body
+///     …
+/// }
+/// ```
 public protocol APITransport: Sendable {
-    /// Sends a request and calls `completion` with the raw response or the error.
+    /// Sends a request with what the engine knows about it (see ``APITransportOptions``): the one
+    /// method the engine calls. Defaults to `send(request.urlRequest, options:completion:)`, for a
+    /// transport written before ``APIHTTPRequest``.
+    func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable
+
+    /// Whether the transport sends a body given as ``APIHTTPRequest/Body/writer(_:)``: a multipart
+    /// form too large for memory then goes straight from its files to the connection, never written
+    /// to a temporary file. `false` unless implemented: the engine writes such a form to a temporary
+    /// file and gives it as ``APIHTTPRequest/Body/file(_:)``.
+    var acceptsBodyWriters: Bool { get }
+
+    /// Sends a `URLRequest`: the requirement of transports written before ``APIHTTPRequest``, kept
+    /// for this release. Its default fails the request with
+    /// ``APIError/invalidRequest(reason:underlying:)``: a transport implements
+    /// ``send(_:options:completion:)`` or this.
+    @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
     func send(
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable
 
-    /// Sends a request whose headers named in `sensitiveHeaders` (credentials: `Authorization`, a
-    /// custom auth header, persisted auth headers) must not follow a redirect to another origin.
-    /// Defaults to ``send(_:completion:)``, for transports that do not follow redirects themselves.
+    /// Sends a `URLRequest` whose headers named in `sensitiveHeaders` must not follow a redirect to
+    /// another origin, for transports written before ``APIHTTPRequest``. Defaults to
+    /// `send(_:completion:)`.
+    @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
     func send(
         _ request: URLRequest,
         sensitiveHeaders: Set<String>,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable
 
-    /// Sends a request with what the engine knows about it (see ``APITransportOptions``): the one
-    /// the engine calls. Defaults to ``send(_:sensitiveHeaders:completion:)``, for transports that
-    /// enforce no body limit themselves; the engine then checks the limit on the body it is given.
+    /// Sends a `URLRequest` with the engine's options, for transports written before
+    /// ``APIHTTPRequest``. Defaults to `send(_:sensitiveHeaders:completion:)`.
+    @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
     func send(
         _ request: URLRequest,
         options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable
-
-    /// Whether the transport sends a body given as ``APITransportOptions/bodyWriter``: a multipart
-    /// form too large for memory then goes straight from its files to the connection, never written
-    /// to a temporary file. `false` unless implemented: the engine writes such a form to a temporary
-    /// file and gives it as ``APITransportOptions/bodyFile``.
-    var acceptsBodyWriters: Bool { get }
 }
 
 /// Where a response's body goes when it does not stay in memory: a download's file
@@ -180,6 +207,30 @@ public struct APITransportOptions: Sendable, Hashable {
 extension APITransport {
     public var acceptsBodyWriters: Bool { false }
 
+    /// The adapter for a transport written before ``APIHTTPRequest``: the request as a `URLRequest`
+    /// (``APIHTTPRequest/urlRequest``), with the same options.
+    @available(*, deprecated, message: "The adapter for a URLRequest transport: implement this method instead")
+    public func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        send(request.urlRequest, options: options, completion: completion)
+    }
+
+    @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
+    public func send(
+        _ request: URLRequest,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        completion(
+            .failure(
+                APIError.invalidRequest(
+                    reason: "the transport \(type(of: self)) implements neither send(_: APIHTTPRequest, options:"
+                        + "completion:) nor send(_: URLRequest, completion:)")))
+        return NotCancellable()
+    }
+
+    @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
     public func send(
         _ request: URLRequest,
         sensitiveHeaders: Set<String>,
@@ -188,6 +239,7 @@ extension APITransport {
         send(request, completion: completion)
     }
 
+    @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
     public func send(
         _ request: URLRequest,
         options: APITransportOptions,
@@ -195,6 +247,11 @@ extension APITransport {
     ) -> any APICancellable {
         send(request, sensitiveHeaders: options.sensitiveHeaders, completion: completion)
     }
+}
+
+/// The handle of a request that ended before it could be cancelled.
+private struct NotCancellable: APICancellable {
+    func cancel() {}
 }
 
 extension APITransportOptions {
@@ -219,6 +276,40 @@ extension APITransportOptions {
         guard Origin(originalURL) != Origin(redirected.url) else { return stripped }
         CredentialHeaders.remove(from: &stripped, marked: sensitiveHeaders)
         return stripped
+    }
+
+    /// The next hop of `redirected` by the same rule as ``redirectRequest(_:from:)-(URLRequest,_)``,
+    /// for a transport that speaks ``APIHTTPRequest``: the body's headers dropped when the hop goes on
+    /// as a `GET` or `HEAD` without a body, every credential header dropped when it leaves the
+    /// origin of `originalURL`.
+    public func redirectRequest(_ redirected: APIHTTPRequest, from originalURL: URL?) -> APIHTTPRequest {
+        var stripped = redirected
+        if redirected.method == .get || redirected.method == .head, case .none = redirected.body {
+            let described: Set<String> = [
+                "content-type", "content-length", "content-encoding", "content-language", "content-location",
+            ]
+            stripped.headerFields.removeAll { described.contains($0.name.lowercased()) }
+        }
+        guard Origin(originalURL) != Origin(redirected.url) else { return stripped }
+        CredentialHeaders.remove(from: &stripped, marked: sensitiveHeaders)
+        return stripped
+    }
+
+    /// ``redirectRequest(_:from:)-(APIHTTPRequest,_)`` with the cookie store's rule of
+    /// ``redirectRequest(_:from:redirectResponse:)-(URLRequest,_,_)``: the redirect response's
+    /// `Set-Cookie` stored first, the next hop carrying the store's cookies for its own URL.
+    public func redirectRequest(
+        _ redirected: APIHTTPRequest, from originalURL: URL?, redirectResponse: APIRawResponse?
+    ) -> APIHTTPRequest {
+        var next = redirectRequest(redirected, from: originalURL)
+        guard let cookies else { return next }
+        let now = cookieDate ?? Date()
+        if let redirectResponse, let from = redirectResponse.url ?? originalURL {
+            let fields = redirectResponse.setCookieFields
+            if !fields.isEmpty { cookies.store(setCookie: fields, from: from, at: now) }
+        }
+        next.setValue(cookies.cookieHeader(for: next.url, at: now), forHeaderField: "Cookie")
+        return next
     }
 
     /// ``redirectRequest(_:from:)``, and with a cookie store (``cookies``): the `Set-Cookie` of the

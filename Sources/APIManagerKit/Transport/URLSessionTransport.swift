@@ -90,12 +90,24 @@ public final class URLSessionTransport: APITransport {
         session.finishTasksAndInvalidate()
     }
 
-    /// Sends a request with its session (see the type's description).
+    /// Sends a request with its session (see the type's description): as the `URLRequest` it
+    /// describes (``APIHTTPRequest/urlRequest``), a file body as an upload task.
+    public func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        var options = options
+        if case .file(let file) = request.body { options.bodyFile = file }
+        if let totalTimeout = request.totalTimeout { options.totalTimeout = totalTimeout }
+        return start(request.urlRequest, options: options, completion: completion)
+    }
+
+    /// Sends a `URLRequest` with its session.
     public func send(
         _ request: URLRequest,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
-        send(request, sensitiveHeaders: [], completion: completion)
+        start(request, options: APITransportOptions(), completion: completion)
     }
 
     public func send(
@@ -103,12 +115,19 @@ public final class URLSessionTransport: APITransport {
         sensitiveHeaders: Set<String>,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
-        send(request, options: APITransportOptions(sensitiveHeaders: sensitiveHeaders), completion: completion)
+        start(request, options: APITransportOptions(sensitiveHeaders: sensitiveHeaders), completion: completion)
     }
 
     public func send(
         _ request: URLRequest,
         options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        start(request, options: options, completion: completion)
+    }
+
+    private func start(
+        _ request: URLRequest, options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         // An API client speaks HTTP: URLSession would otherwise read a file:// URL, or try FTP.

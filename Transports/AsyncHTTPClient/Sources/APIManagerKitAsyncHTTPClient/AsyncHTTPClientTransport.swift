@@ -114,19 +114,42 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
         client.shutdown(queue: .global()) { _ in }
     }
 
+    /// Sends the request with AsyncHTTPClient: its `HTTPClient.Request` built from the fields
+    /// directly, redirects followed as the type's description says.
+    public func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        let exchange = Exchange(transport: self, original: request, options: options, completion: completion)
+        exchange.start()
+        return exchange
+    }
+
+    /// Sends a `URLRequest` (see ``send(_:options:completion:)-(APIHTTPRequest,_,_)``).
     public func send(
         _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         send(request, options: APITransportOptions(), completion: completion)
     }
 
+    /// Sends a `URLRequest` with the engine's options: a body stream is read from
+    /// `options.bodyFile` or written by `options.bodyWriter` when they are given.
     public func send(
         _ request: URLRequest, options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
-        let exchange = Exchange(transport: self, original: request, options: options, completion: completion)
-        exchange.start()
-        return exchange
+        do {
+            var value = try APIHTTPRequest(request, totalTimeout: options.totalTimeout)
+            if let writer = options.bodyWriter {
+                value.body = .writer(writer)
+            } else if let file = options.bodyFile, request.httpBodyStream != nil {
+                value.body = .file(file)
+            }
+            return send(value, options: options, completion: completion)
+        } catch {
+            completion(.failure(error))
+            return Exchange.nothingToCancel
+        }
     }
 }
 
@@ -139,21 +162,21 @@ final class Exchange: APICancellable, Sendable {
     }
 
     private let transport: AsyncHTTPClientTransport
-    private let original: URLRequest
+    private let original: APIHTTPRequest
     private let options: APITransportOptions
     private let completion: @Sendable (Result<APIRawResponse, any Error>) -> Void
     private let deadline: NIODeadline?
     private let state = NIOLockedValueBox(State())
 
     init(
-        transport: AsyncHTTPClientTransport, original: URLRequest, options: APITransportOptions,
+        transport: AsyncHTTPClientTransport, original: APIHTTPRequest, options: APITransportOptions,
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) {
         self.transport = transport
         self.original = original
         self.options = options
         self.completion = completion
-        self.deadline = Self.timeAmount(options.totalTimeout).map { .now() + $0 }
+        self.deadline = Self.timeAmount(original.totalTimeout ?? options.totalTimeout).map { .now() + $0 }
     }
 
     /// `seconds` as a NIO time amount, at most ``APIRequestDefaults/maxTimeout``; `nil` for none.
@@ -175,10 +198,10 @@ final class Exchange: APICancellable, Sendable {
         task?.cancel()
     }
 
-    private func send(_ request: URLRequest, redirects: Int) {
+    private func send(_ request: APIHTTPRequest, redirects: Int) {
         let converted: HTTPClient.Request
         do {
-            converted = try Self.convert(request, bodyFile: options.bodyFile, bodyWriter: options.bodyWriter)
+            converted = try Self.convert(request)
         } catch {
             finish(.failure(error))
             return
@@ -186,8 +209,8 @@ final class Exchange: APICancellable, Sendable {
         let collector = BodyCollector(
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
-            uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request, file: options.bodyFile),
-            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeoutInterval))
+            uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request),
+            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeout))
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         collector.watchIdleTime(of: task)
         let proceed = state.withLockedValue { state -> Bool in
@@ -239,7 +262,7 @@ final class Exchange: APICancellable, Sendable {
     private enum Redirect {
         /// Not a redirect that can be followed (or redirects are off): the response as it is.
         case none
-        case follow(URLRequest)
+        case follow(APIHTTPRequest)
         /// One redirect more than ``AsyncHTTPClientTransport/maxRedirects``.
         case tooMany
         /// To a scheme other than http or https.
@@ -248,81 +271,86 @@ final class Exchange: APICancellable, Sendable {
         case refused(APIError)
     }
 
-    private func redirect(of request: URLRequest, answeredBy raw: APIRawResponse, after redirects: Int) -> Redirect {
+    private func redirect(
+        of request: APIHTTPRequest, answeredBy raw: APIRawResponse, after redirects: Int
+    ) -> Redirect {
         guard [301, 302, 303, 307, 308].contains(raw.statusCode), transport.maxRedirects > 0,
             let location = raw.value(forHeader: "Location"),
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL
         else { return .none }
         guard APIHTTPRules.isSendable(target) else { return .unsupported }
         guard redirects < transport.maxRedirects else { return .tooMany }
+        var sendsStreamOnce = false
+        if case .stream = request.body { sendsStreamOnce = true }
         if let failure = APIHTTPRules.streamBodyRedirectFailure(
-            status: raw.statusCode, method: request.httpMethod,
-            sendsStreamOnce: request.httpBodyStream != nil && options.bodyFile == nil && options.bodyWriter == nil)
+            status: raw.statusCode, method: request.method.rawValue, sendsStreamOnce: sendsStreamOnce)
         {
             return .refused(failure)
         }
         var next = request
         next.url = target
-        if APIHTTPRules.redirectBecomesGET(status: raw.statusCode, method: request.httpMethod) {
+        if APIHTTPRules.redirectBecomesGET(status: raw.statusCode, method: request.method.rawValue) {
             // The shared rule then drops the headers that described the body.
-            next.httpMethod = "GET"
-            next.httpBody = nil
-            next.httpBodyStream = nil
+            next.method = .get
+            next.body = .none
         }
         return .follow(options.redirectRequest(next, from: original.url, redirectResponse: raw))
     }
 
-    /// The request as AsyncHTTPClient's; a body streamed from `bodyFile` (the request's
-    /// `httpBodyStream`) is read in chunks on NIO's thread pool as the connection takes it, and sent
-    /// with its `Content-Length`; a body writer (a large multipart form) and any other
-    /// `httpBodyStream` are read on NIO's thread pool too (they may block), each chunk written once
-    /// the connection took the one before, with the `Content-Length` when it is known, else chunked.
-    static func convert(
-        _ request: URLRequest, bodyFile: URL? = nil, bodyWriter: APIBodyWriter? = nil
-    ) throws -> HTTPClient.Request {
-        guard let url = request.url else { throw URLError(.badURL) }
-        guard APIHTTPRules.isSendable(url) else { throw URLError(.unsupportedURL) }
+    /// The handle of a request that ended before it was sent.
+    static let nothingToCancel: any APICancellable = NothingToCancel()
+
+    private struct NothingToCancel: APICancellable {
+        func cancel() {}
+    }
+
+    /// The request as AsyncHTTPClient's, its headers taken from the fields in order. A file body is
+    /// read in chunks on NIO's thread pool as the connection takes it, and sent with its
+    /// `Content-Length`; a body writer (a large multipart form) and a stream are read on NIO's
+    /// thread pool too (they may block), each chunk written once the connection took the one
+    /// before, with the `Content-Length` when it is known, else chunked.
+    static func convert(_ request: APIHTTPRequest) throws -> HTTPClient.Request {
+        guard APIHTTPRules.isSendable(request.url) else { throw URLError(.unsupportedURL) }
         var headers = HTTPHeaders()
-        for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
+        headers.reserveCapacity(request.headerFields.count)
+        for field in request.headerFields { headers.add(name: field.name, value: field.value) }
         // With no Accept-Encoding of the request's own, the client's decompressor asks for gzip and
         // deflate.
-        let method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod?.uppercased() ?? "GET")
+        let method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
         let body: HTTPClient.Body?
-        if let bodyWriter {
-            body = writtenBody(bodyWriter)
-        } else if let stream = request.httpBodyStream {
-            if let bodyFile {
-                do {
-                    body = try fileBody(bodyFile)
-                } catch {
-                    throw APIError.invalidRequest(
-                        reason: "the body file \(bodyFile.lastPathComponent) cannot be read", underlying: error)
-                }
-            } else {
-                body = streamBody(
-                    StreamReader(stream),
-                    length: request.value(forHTTPHeaderField: "Content-Length").flatMap { Int($0) })
+        switch request.body {
+        case .none:
+            body = nil
+        case .data(let data):
+            body = .bytes(data)
+        case .writer(let writer):
+            body = writtenBody(writer)
+        case .file(let file):
+            do {
+                body = try fileBody(file)
+            } catch {
+                throw APIError.invalidRequest(
+                    reason: "the body file \(file.lastPathComponent) cannot be read", underlying: error)
             }
-        } else {
-            body = request.httpBody.map { .bytes($0) }
+        case .stream(let stream):
+            body = streamBody(
+                StreamReader(stream.stream),
+                length: request.value(forHeaderField: "Content-Length").flatMap { Int($0) })
         }
         do {
-            return try HTTPClient.Request(url: url, method: method, headers: headers, body: body)
+            return try HTTPClient.Request(url: request.url, method: method, headers: headers, body: body)
         } catch {
             throw URLError(.badURL)
         }
     }
 
     /// The request body's length, for upload progress.
-    private static func bodyLength(of request: URLRequest, file: URL?) -> Int64? {
-        if request.httpBodyStream != nil, let file {
+    private static func bodyLength(of request: APIHTTPRequest) -> Int64? {
+        if case .file(let file) = request.body {
             return (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size].flatMap { $0 as? NSNumber }?
                 .int64Value
         }
-        if request.httpBodyStream != nil {
-            return request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
-        }
-        return request.httpBody.map { Int64($0.count) }
+        return request.bodyLength
     }
 
     private static func fileBody(_ url: URL) throws -> HTTPClient.Body {

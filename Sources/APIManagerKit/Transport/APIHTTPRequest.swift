@@ -1,0 +1,170 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A request as the engine hands it to a transport (``APITransport/send(_:options:completion:)``):
+/// method, URL, header fields in order, body and timeouts, and nothing a transport would have to
+/// take apart again. ``URLSessionTransport`` makes its `URLRequest` from it (``urlRequest``);
+/// AsyncHTTPClientTransport builds its own request from the fields directly.
+///
+/// The engine builds it once the request passed every stage (credential, interceptors, cache
+/// validators): its header fields are checked (no CR, LF or NUL, names are tokens) and its timeouts
+/// positive and finite.
+public struct APIHTTPRequest: Sendable {
+    /// One header field. Names keep the case they were given; compare them with
+    /// ``APIHTTPRequest/value(forHeaderField:)``, which ignores case.
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// What the request sends after its head.
+    public enum Body: Sendable {
+        /// No body.
+        case none
+        /// Bytes held in memory.
+        case data(Data)
+        /// A file, read as the connection takes it; the request's `Content-Length` gives its size.
+        case file(URL)
+        /// A stream read once, as the connection takes it, with a `Content-Length` when its length
+        /// is known (else the transport sends it chunked). A transport that follows a redirect
+        /// cannot send it twice.
+        case stream(APIHTTPRequest.BodyStream)
+        /// A body written part by part (a multipart form too large for memory), for a transport that
+        /// accepts it (``APITransport/acceptsBodyWriters``).
+        case writer(APIBodyWriter)
+    }
+
+    /// An `InputStream` handed to the one transport that reads it.
+    ///
+    /// @unchecked: the stream is read by one party only, the transport the request is given to (as
+    /// a `URLRequest`'s `httpBodyStream` is); nothing else touches it.
+    public struct BodyStream: @unchecked Sendable {
+        public let stream: InputStream
+
+        public init(_ stream: InputStream) { self.stream = stream }
+    }
+
+    /// The method: `GET` unless given.
+    public var method: HTTPMethod { didSet { source = nil } }
+    /// The URL, with its query.
+    public var url: URL { didSet { source = nil } }
+    /// The header fields, in the order they are sent.
+    public var headerFields: [Field] { didSet { source = nil } }
+    /// The body: ``Body/none`` unless given.
+    public var body: Body { didSet { source = nil } }
+    /// The idle timeout (``APIRequest/timeout``): no byte either way for this long fails the
+    /// attempt with `URLError(.timedOut)`. 60 seconds unless given.
+    public var timeout: TimeInterval { didSet { source = nil } }
+    /// The longest the whole attempt may take, sending to last byte (``APIRequest/totalTimeout``);
+    /// `nil` for no limit.
+    public var totalTimeout: TimeInterval?
+
+    /// The `URLRequest` this value was made from, while nothing changed it: ``urlRequest`` gives it
+    /// back as it was (its body stream the same object) instead of building another.
+    private var source: URLRequest?
+
+    public init(
+        method: HTTPMethod = .get, url: URL, headerFields: [Field] = [], body: Body = .none, timeout: TimeInterval = 60,
+        totalTimeout: TimeInterval? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headerFields = headerFields
+        self.body = body
+        self.timeout = timeout
+        self.totalTimeout = totalTimeout
+    }
+
+    /// The request that `request` describes: its `httpBody` as ``Body/data(_:)``; its
+    /// `httpBodyStream` as the file or the form it streams when the manager built it
+    /// (``APIRequest/makeURLRequest()``), else as ``Body/stream(_:)``.
+    ///
+    /// - Throws: ``APIError/invalidRequest(reason:underlying:)`` when `request` has no URL.
+    public init(_ request: URLRequest, totalTimeout: TimeInterval? = nil) throws(APIError) {
+        let body: BodyFile? = request.httpBodyStream.flatMap { BodyFile.registered(for: $0) }
+        try self.init(request, bodyFile: body, totalTimeout: totalTimeout)
+    }
+
+    /// The request the engine sends: `bodyFile` is the file (or the form) the request's body
+    /// stream reads, which the attempt owns.
+    init(_ request: URLRequest, bodyFile: BodyFile?, totalTimeout: TimeInterval?) throws(APIError) {
+        guard let url = request.url else { throw .invalidRequest(reason: "the request has no URL") }
+        let fields = request.allHTTPHeaderFields ?? [:]
+        var headerFields: [Field] = []
+        headerFields.reserveCapacity(fields.count)
+        for (name, value) in fields { headerFields.append(Field(name: name, value: value)) }
+        let body: Body
+        if let bodyFile {
+            body = bodyFile.deferredWriter.map(Body.writer) ?? .file(bodyFile.url)
+        } else if let stream = request.httpBodyStream {
+            body = .stream(BodyStream(stream))
+        } else if let data = request.httpBody {
+            body = .data(data)
+        } else {
+            body = .none
+        }
+        self.init(
+            method: request.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get, url: url, headerFields: headerFields,
+            body: body, timeout: request.timeoutInterval, totalTimeout: totalTimeout)
+        source = request
+    }
+
+    /// The value of the header field `name` (case-insensitive); several fields of that name are
+    /// joined with `", "`. `nil` when the request has none.
+    public func value(forHeaderField name: String) -> String? {
+        var found: String?
+        for field in headerFields where field.name.caseInsensitiveCompare(name) == .orderedSame {
+            found = found.map { $0 + ", " + field.value } ?? field.value
+        }
+        return found
+    }
+
+    /// Sets the header field `name` (case-insensitive) to `value`, in place of any it had, at the
+    /// end of the fields; `nil` removes it.
+    public mutating func setValue(_ value: String?, forHeaderField name: String) {
+        headerFields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        if let value { headerFields.append(Field(name: name, value: value)) }
+    }
+
+    /// The request as a `URLRequest`: method, URL, fields, idle timeout and body (a file or a stream
+    /// as `httpBodyStream`, a body writer as an empty stream placeholder: a transport that takes
+    /// writers reads ``body`` instead). For a value made from a `URLRequest` and left unchanged,
+    /// that request itself.
+    public var urlRequest: URLRequest {
+        if let source { return source }
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        if method != .get { request.httpMethod = method.rawValue }
+        for field in headerFields {
+            if request.value(forHTTPHeaderField: field.name) == nil {
+                request.setValue(field.value, forHTTPHeaderField: field.name)
+            } else {
+                request.addValue(field.value, forHTTPHeaderField: field.name)
+            }
+        }
+        switch body {
+        case .none: break
+        case .data(let data): request.httpBody = data
+        case .file(let file): request.httpBodyStream = InputStream(url: file) ?? InputStream(data: Data())
+        case .stream(let stream): request.httpBodyStream = stream.stream
+        case .writer: request.httpBodyStream = InputStream(data: Data())
+        }
+        return request
+    }
+
+    /// The body's length in bytes when it is known: the bytes' count, else the `Content-Length`.
+    public var bodyLength: Int64? {
+        switch body {
+        case .none: return nil
+        case .data(let data): return Int64(data.count)
+        case .file, .stream, .writer: return value(forHeaderField: "Content-Length").flatMap { Int64($0) }
+        }
+    }
+}

@@ -1,0 +1,365 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The transport seam: the engine hands every transport an `APIHTTPRequest`; a transport written
+/// for `URLRequest` keeps working through the protocol's adapter.
+@Suite("The transport seam: one request value")
+struct TransportSeamTests {
+    struct SeamRequest: APIRequest {
+        var url = testBaseURL
+        var path = "/items"
+        var method: HTTPMethod = .get
+        var parameters: APIParameters = .none
+        var body: APIRequestBody?
+        var headers: [String: String] = [:]
+        var timeout: TimeInterval = 60
+        var totalTimeout: TimeInterval?
+        var multipartInMemoryLimit = APIRequestDefaults.multipartInMemoryLimit
+        var sharing: APIRequestSharing = .never
+        var concurrencyScope: String?
+        var authorization: APIAuthorization?
+    }
+
+    final class SeamManager: APIManager {
+        typealias Request = SeamRequest
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    /// Implements the new requirement alone: records each request value and what its body held,
+    /// and answers `200` at once (or holds the answers until `release()`).
+    final class ValueTransport: APITransport, @unchecked Sendable {
+        // @unchecked: `state` is only touched under `lock`.
+        struct Sent {
+            let request: APIHTTPRequest
+            let options: APITransportOptions
+            let bodyBytes: Data?
+        }
+
+        private let lock = NSLock()
+        private var sent: [Sent] = []
+        private var held: [@Sendable (Result<APIRawResponse, any Error>) -> Void] = []
+        let acceptsBodyWriters: Bool
+        let holds: Bool
+
+        init(acceptsBodyWriters: Bool = false, holds: Bool = false) {
+            self.acceptsBodyWriters = acceptsBodyWriters
+            self.holds = holds
+        }
+
+        var records: [Sent] { lock.withLock { sent } }
+
+        func send(
+            _ request: APIHTTPRequest, options: APITransportOptions,
+            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            var bytes: Data?
+            switch request.body {
+            case .none: bytes = nil
+            case .data(let data): bytes = data
+            case .file(let url): bytes = try? Data(contentsOf: url)
+            case .stream(let stream): bytes = Self.readAll(stream.stream)
+            case .writer(let writer):
+                var written = Data()
+                try? writer.write { written.append($0) }
+                bytes = written
+            }
+            lock.withLock {
+                sent.append(Sent(request: request, options: options, bodyBytes: bytes))
+                if holds { held.append(completion) }
+            }
+            if !holds { completion(.success(APIRawResponse(statusCode: 200, headers: [:], body: Data("ok".utf8)))) }
+            return NamedHandle()
+        }
+
+        func release() {
+            let completions = lock.withLock {
+                defer { held = [] }
+                return held
+            }
+            for completion in completions {
+                completion(.success(APIRawResponse(statusCode: 200, headers: [:], body: Data("ok".utf8))))
+            }
+        }
+
+        private static func readAll(_ stream: InputStream) -> Data {
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            stream.open()
+            defer { stream.close() }
+            while true {
+                let count = stream.read(&buffer, maxLength: buffer.count)
+                if count <= 0 { return data }
+                data.append(buffer, count: count)
+            }
+        }
+    }
+
+    private func manager(
+        _ transport: any APITransport, authentication: APIAuthentication? = nil,
+        execution: APIExecution = .inline
+    ) -> SeamManager {
+        SeamManager(
+            engine: APIEngine(
+                transport: transport, clock: TestClock(), delivery: .immediate, execution: execution,
+                authentication: authentication))
+    }
+
+    // MARK: What the engine hands over
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func theTransportGetsTheRequestAsAValueOfItsOwn(scope: String?) throws {
+        let transport = ValueTransport()
+        let task = manager(transport).send(
+            SeamRequest(
+                path: "/items/{id}", method: .post, parameters: ["id": "7", "name": "Tea"],
+                headers: ["X-Trace": "abc"], timeout: 12, totalTimeout: 30, concurrencyScope: scope,
+                authorization: .bearer("s3cret")))
+        #expect(task.state.name == "finished")
+        let sent = try #require(transport.records.first)
+        let request = sent.request
+        #expect(request.method == .post)
+        #expect(request.url.absoluteString == "https://api.test/items/7")
+        #expect(request.value(forHeaderField: "x-trace") == "abc")
+        #expect(request.value(forHeaderField: "Authorization") == "Bearer s3cret")
+        #expect(request.value(forHeaderField: "content-type")?.hasPrefix("application/json") == true)
+        #expect(request.value(forHeaderField: "User-Agent") != nil, "the engine's default headers are on it")
+        #expect(request.timeout == 12 && request.totalTimeout == 30)
+        guard case .data(let body) = request.body else {
+            Issue.record("a JSON body is bytes in memory, not \(request.body)")
+            return
+        }
+        #expect(try JSONSerialization.jsonObject(with: body) as? [String: String] == ["name": "Tea"])
+        #expect(sent.options.sensitiveHeaders.isEmpty || sent.options.sensitiveHeaders.contains("Authorization"))
+    }
+
+    @Test func aFileBodyArrivesAsTheFileWithItsLength() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("seam-\(UUID().uuidString).bin")
+        let bytes = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0) })
+        try bytes.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let transport = ValueTransport()
+        manager(transport).send(SeamRequest(method: .put, body: .file(file)))
+        let sent = try #require(transport.records.first)
+        guard case .file(let url) = sent.request.body else {
+            Issue.record("a file body is the file, not \(sent.request.body)")
+            return
+        }
+        #expect(url == file)
+        #expect(sent.request.value(forHeaderField: "Content-Length") == "5000")
+        #expect(sent.request.bodyLength == 5000)
+        #expect(sent.bodyBytes == bytes)
+    }
+
+    @Test func aStreamBodyArrivesAsTheStreamWithItsLength() throws {
+        let bytes = Data("streamed body".utf8)
+        let transport = ValueTransport()
+        manager(transport).send(
+            SeamRequest(method: .post, body: .stream(length: Int64(bytes.count)) { InputStream(data: bytes) }))
+        let sent = try #require(transport.records.first)
+        guard case .stream = sent.request.body else {
+            Issue.record("a stream body is the stream, not \(sent.request.body)")
+            return
+        }
+        #expect(sent.request.bodyLength == Int64(bytes.count))
+        #expect(sent.bodyBytes == bytes)
+    }
+
+    @Test(arguments: [true, false])
+    func aFormTooLargeForMemoryArrivesAsAWriterOnlyWhenTheTransportTakesOne(accepts: Bool) throws {
+        let transport = ValueTransport(acceptsBodyWriters: accepts)
+        let blob = Data(repeating: 0x41, count: 4096)
+        manager(transport).send(
+            SeamRequest(
+                method: .post, parameters: ["file": .file(APIFile(data: blob, fileName: "a.bin"))],
+                multipartInMemoryLimit: 1024))
+        let sent = try #require(transport.records.first)
+        switch sent.request.body {
+        case .writer: #expect(accepts, "a writer only for a transport that takes one")
+        case .file: #expect(!accepts, "else the form is written to a temporary file")
+        default: Issue.record("a large form is a writer or a file, not \(sent.request.body)")
+        }
+        let body = try #require(sent.bodyBytes)
+        #expect(sent.request.bodyLength == Int64(body.count))
+        #expect(body.range(of: blob) != nil)
+    }
+
+    @Test func identicalSharedRequestsReachTheTransportAsOneValue() throws {
+        let transport = ValueTransport(holds: true)
+        let manager = manager(transport)
+        let first = manager.send(SeamRequest(path: "/shared", sharing: .always))
+        let second = manager.send(SeamRequest(path: "/shared", sharing: .always))
+        #expect(transport.records.count == 1)
+        #expect(transport.records.first?.request.url.path == "/shared")
+        transport.release()
+        #expect(first.state.name == "finished" && second.state.name == "finished")
+    }
+
+    // MARK: Transports written for URLRequest
+
+    /// Implements only the `URLRequest` method of the protocol as it was before `APIHTTPRequest`.
+    final class URLRequestTransport: APITransport, @unchecked Sendable {
+        // @unchecked: `sent` is only touched under `lock`.
+        private let lock = NSLock()
+        private var sent: [URLRequest] = []
+        var requests: [URLRequest] { lock.withLock { sent } }
+
+        func send(
+            _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            lock.withLock { sent.append(request) }
+            completion(.success(APIRawResponse(statusCode: 200, headers: [:], body: Data())))
+            return NamedHandle()
+        }
+    }
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func aTransportWrittenForURLRequestStillGetsEveryRequest(scope: String?) throws {
+        let transport = URLRequestTransport()
+        let task = manager(transport).send(
+            SeamRequest(
+                method: .post, parameters: ["name": "Tea"], headers: ["X-Trace": "abc"], timeout: 12,
+                concurrencyScope: scope))
+        #expect(task.state.name == "finished")
+        let request = try #require(transport.requests.first)
+        #expect(request.httpMethod == "POST")
+        #expect(request.url?.absoluteString == "https://api.test/items")
+        #expect(request.value(forHTTPHeaderField: "X-Trace") == "abc")
+        #expect(request.timeoutInterval == 12)
+        #expect(
+            request.httpBody.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: String] } == [
+                "name": "Tea"
+            ])
+    }
+
+    @Test func aTransportWrittenForURLRequestAndOptionsGetsTheOptionsAndTheFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("seam-\(UUID().uuidString).bin")
+        try Data("file body".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let transport = HeldSinkTransport()  // written for send(_: URLRequest, options:completion:)
+        let engine = APIEngine(transport: transport, clock: TestClock(), delivery: .immediate, execution: .inline)
+        SeamManager(engine: engine).send(SeamRequest(method: .put, body: .file(file), totalTimeout: 9))
+        let options = try #require(transport.options)
+        #expect(options.bodyFile == file)
+        #expect(options.totalTimeout == 9)
+    }
+
+    /// Implements no `send` at all: it compiles (every method has a default), and its tasks fail.
+    struct SilentTransport: APITransport {}
+
+    @Test func aTransportThatImplementsNoSendFailsItsTasksWithAClearError() throws {
+        let task = manager(SilentTransport()).send(SeamRequest())
+        guard case .failed(.invalidRequest(let reason, _)) = task.state else {
+            Issue.record("expected an invalid request, got \(task.state.name)")
+            return
+        }
+        #expect(reason.contains("SilentTransport") && reason.contains("APIHTTPRequest"))
+    }
+
+    @Test func aTransportCanBeCalledFromManyThreadsAtOnce() async throws {
+        let transport = ValueTransport()
+        let manager = manager(transport, execution: .shared)
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                group.addTask { _ = try? await manager.response(for: SeamRequest(path: "/items/\(index)")) }
+            }
+        }
+        #expect(Set(transport.records.map(\.request.url.path)) == Set((0..<40).map { "/items/\($0)" }))
+    }
+
+    // MARK: The value itself
+
+    @Test func aValueMadeFromAURLRequestGivesThatRequestBackUntilItChanges() throws {
+        var source = URLRequest(url: URL(string: "https://api.test/a?b=1")!, timeoutInterval: 7)
+        source.httpMethod = "PATCH"
+        source.setValue("one", forHTTPHeaderField: "X-One")
+        source.httpBody = Data("{}".utf8)
+        var request = try APIHTTPRequest(source, totalTimeout: 3)
+        #expect(request.method == .patch && request.timeout == 7 && request.totalTimeout == 3)
+        #expect(request.urlRequest == source)
+        request.setValue("two", forHeaderField: "x-two")
+        let rebuilt = request.urlRequest
+        #expect(rebuilt.value(forHTTPHeaderField: "X-One") == "one")
+        #expect(rebuilt.value(forHTTPHeaderField: "X-Two") == "two")
+        #expect(rebuilt.httpMethod == "PATCH" && rebuilt.httpBody == Data("{}".utf8))
+        #expect(rebuilt.timeoutInterval == 7 && rebuilt.url == source.url)
+    }
+
+    @Test func aURLRequestWithoutAURLIsRefusedWithATypedError() {
+        var source = URLRequest(url: URL(string: "https://api.test")!)
+        source.url = nil
+        #expect(throws: APIError.self) { try APIHTTPRequest(source) }
+    }
+
+    @Test func headerFieldsAreFoundWhateverTheirCaseAndSetOnce() {
+        var request = APIHTTPRequest(
+            url: testBaseURL,
+            headerFields: [
+                .init(name: "Accept", value: "a/b"), .init(name: "X-Tag", value: "1"), .init(name: "x-tag", value: "2"),
+            ])
+        #expect(request.value(forHeaderField: "ACCEPT") == "a/b")
+        #expect(request.value(forHeaderField: "X-TAG") == "1, 2", "fields of one name are joined in order")
+        request.setValue("3", forHeaderField: "X-Tag")
+        #expect(request.headerFields.map(\.name) == ["Accept", "X-Tag"])
+        #expect(request.value(forHeaderField: "x-tag") == "3")
+        request.setValue(nil, forHeaderField: "accept")
+        #expect(request.value(forHeaderField: "Accept") == nil)
+        #expect(request.urlRequest.value(forHTTPHeaderField: "X-Tag") == "3")
+        #expect(request.urlRequest.httpMethod == "GET")
+    }
+
+    /// The redirect rule on a request value says what it says on a `URLRequest`, case by case
+    /// (the cases of `RedirectRuleTests`: another origin, scheme or port; a marked header; a hop that
+    /// became a bodyless GET; a POST that keeps its body; cookies from the store).
+    struct RedirectCase: Sendable, CustomTestStringConvertible {
+        var target: String
+        var method = "GET"
+        var hasBody = false
+        var marked: Set<String> = []
+        var testDescription: String { "\(method) \(target) body: \(hasBody) marked: \(marked.sorted())" }
+    }
+
+    @Test(arguments: [
+        RedirectCase(target: "https://cdn.example.com/items"),
+        RedirectCase(target: "http://api.example.com/items"),
+        RedirectCase(target: "https://api.example.com:8443/items"),
+        RedirectCase(target: "https://api.example.com/v2/items"),
+        RedirectCase(target: "https://cdn.example.com/items", marked: ["X-Trace"]),
+        RedirectCase(target: "https://api.example.com/done", method: "POST", hasBody: true),
+        RedirectCase(target: "https://api.example.com/done", method: "HEAD"),
+    ])
+    func theRedirectRuleSaysTheSameOfAValueAsOfAURLRequest(_ rule: RedirectCase) throws {
+        let (target, method, hasBody, marked) = (rule.target, rule.method, rule.hasBody, rule.marked)
+        let origin = URL(string: "https://api.example.com/v1/items")!
+        let fields = [
+            "Authorization": "Bearer t", "Cookie": "s=1", "X-Session-Id": "9", "X-Api-Key": "k", "X-Trace": "kept",
+            "Content-Type": "application/json", "Content-Length": "2", "Content-Language": "en", "Accept": "*/*",
+        ]
+        var old = URLRequest(url: URL(string: target)!)
+        old.httpMethod = method
+        if hasBody { old.httpBody = Data("{}".utf8) }
+        for (name, value) in fields { old.setValue(value, forHTTPHeaderField: name) }
+        var value = try APIHTTPRequest(old)
+        value.timeout = old.timeoutInterval  // a change: the rule works on the fields, not the source
+        let store = APICookieStore()
+        let date = Date(timeIntervalSince1970: 1_800_000_000)
+        let options = APITransportOptions(sensitiveHeaders: marked, cookies: store, cookieDate: date)
+        let response = APIRawResponse(
+            statusCode: 302, headers: ["Set-Cookie": "hop=2; Path=/"], body: Data(), url: origin)
+        let expected = options.redirectRequest(old, from: origin, redirectResponse: response).allHTTPHeaderFields ?? [:]
+        let store2 = APICookieStore()
+        let options2 = APITransportOptions(sensitiveHeaders: marked, cookies: store2, cookieDate: date)
+        let next = options2.redirectRequest(value, from: origin, redirectResponse: response)
+        var actual: [String: String] = [:]
+        for field in next.headerFields { actual[field.name] = field.value }
+        #expect(actual == expected)
+        #expect(next.url.absoluteString == target)
+    }
+}
