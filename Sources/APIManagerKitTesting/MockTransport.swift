@@ -133,7 +133,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         public var endedAt: TimeInterval?
         /// What the engine told the transport beside the request (its total timeout, body limit…).
         public var options = APITransportOptions()
-        /// The request as the engine handed it over (``APIHTTPRequest``: fields in order, the body as
+        /// The request as the engine handed it over (an `APIHTTPRequest`: fields in order, the body as
         /// it was given); `nil` for a request sent as a `URLRequest`.
         public var httpRequest: APIHTTPRequest?
 

@@ -40,7 +40,10 @@ struct NoopCancellable: APICancellable { func cancel() {} }
 /// Completes every request inside `send`.
 struct InstantTransport: APITransport {
     let response = APIRawResponse(statusCode: 200)
-    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void)
+    func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    )
         -> any APICancellable
     {
         completion(.success(response))
@@ -53,7 +56,10 @@ final class HoldingTransport: APITransport, @unchecked Sendable {
     // @unchecked: used from the benchmark's single thread only.
     private var pending: [@Sendable (Result<APIRawResponse, any Error>) -> Void] = []
     private var next = 0
-    func send(_ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void)
+    func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    )
         -> any APICancellable
     {
         pending.append(completion)

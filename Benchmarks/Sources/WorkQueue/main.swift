@@ -12,7 +12,8 @@ import FoundationNetworking
 
 struct InstantTransport: APITransport {
     func send(
-        _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         completion(.success(APIRawResponse(statusCode: 200, body: Data("{}".utf8))))
         return Nothing()

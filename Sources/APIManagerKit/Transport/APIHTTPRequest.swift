@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A request as the engine hands it to a transport (``APITransport/send(_:options:completion:)``):
+/// A request as the engine hands it to a transport (`send(_:options:completion:)`):
 /// method, URL, header fields in order, body and timeouts, and nothing a transport would have to
 /// take apart again. ``URLSessionTransport`` makes its `URLRequest` from it (``urlRequest``);
 /// AsyncHTTPClientTransport builds its own request from the fields directly.
@@ -16,9 +16,12 @@ public struct APIHTTPRequest: Sendable {
     /// One header field. Names keep the case they were given; compare them with
     /// ``APIHTTPRequest/value(forHeaderField:)``, which ignores case.
     public struct Field: Sendable, Hashable {
+        /// The field's name, as given.
         public var name: String
+        /// The field's value, as given.
         public var value: String
 
+        /// A field named `name` with `value`.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -47,8 +50,10 @@ public struct APIHTTPRequest: Sendable {
     /// @unchecked: the stream is read by one party only, the transport the request is given to (as
     /// a `URLRequest`'s `httpBodyStream` is); nothing else touches it.
     public struct BodyStream: @unchecked Sendable {
+        /// The stream, not yet opened.
         public let stream: InputStream
 
+        /// `stream`, for the transport to read once.
         public init(_ stream: InputStream) { self.stream = stream }
     }
 
@@ -71,6 +76,7 @@ public struct APIHTTPRequest: Sendable {
     /// back as it was (its body stream the same object) instead of building another.
     private var source: URLRequest?
 
+    /// A request to `url`: a `GET` with no fields, no body and a 60-second idle timeout unless given.
     public init(
         method: HTTPMethod = .get, url: URL, headerFields: [Field] = [], body: Body = .none, timeout: TimeInterval = 60,
         totalTimeout: TimeInterval? = nil

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The HTTP rules every transport applies alike, written once (the redirect rule is
-/// ``APITransportOptions/redirectRequest(_:from:)``). ``URLSessionTransport`` and
+/// `APITransportOptions/redirectRequest(_:from:)`). ``URLSessionTransport`` and
 /// `AsyncHTTPClientTransport` both call these; a transport of your own should too.
 public enum APIHTTPRules {
     /// Whether a URL may be sent or followed: `http` and `https` only (an API client must never read

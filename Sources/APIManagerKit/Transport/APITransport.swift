@@ -8,12 +8,12 @@ import FoundationNetworking
 /// ``URLSessionTransport`` is the default; `MockTransport` (APIManagerKitTesting) scripts answers
 /// for tests; AsyncHTTPClientTransport (its own package) runs on SwiftNIO.
 ///
-/// A transport implements one method, ``send(_:options:completion:)``. It must call `completion`
+/// A transport implements one method, `send(_:options:completion:)`. It must call `completion`
 /// exactly once unless the request is cancelled (after which it may call it or not; the engine drops
 /// any late call). It may call it on any thread, even before `send` returns.
 ///
 /// A transport written before ``APIHTTPRequest`` (one that implements `send(_: URLRequest, …)`)
-/// keeps working for this release: the default ``send(_:options:completion:)`` gives it the request
+/// keeps working for this release: the default `send(_:options:completion:)` gives it the request
 /// as a `URLRequest` (``APIHTTPRequest/urlRequest``) with the same options. To port one, rename the
 /// method's request type and read the request from the value:
 ///
@@ -42,7 +42,7 @@ public protocol APITransport: Sendable {
     /// Sends a `URLRequest`: the requirement of transports written before ``APIHTTPRequest``, kept
     /// for this release. Its default fails the request with
     /// ``APIError/invalidRequest(reason:underlying:)``: a transport implements
-    /// ``send(_:options:completion:)`` or this.
+    /// `send(_:options:completion:)` or this.
     @available(*, deprecated, message: "Implement send(_: APIHTTPRequest, options:completion:)")
     func send(
         _ request: URLRequest,
@@ -117,7 +117,7 @@ public struct APITransportOptions: Sendable, Hashable {
     public var maxResponseBodySize: Int?
     /// The engine's cookie store (see ``APICookieStore``): a transport that follows redirects itself
     /// stores the `Set-Cookie` of each redirect response and sends the next hop with that hop's
-    /// cookies, through ``redirectRequest(_:from:redirectResponse:)``. `nil` for none.
+    /// cookies, through `redirectRequest(_:from:redirectResponse:)`. `nil` for none.
     public var cookies: APICookieStore?
     /// The time cookie expiry is judged at, on the engine's clock, when the attempt was sent;
     /// `nil` for the system's time.
@@ -312,7 +312,7 @@ extension APITransportOptions {
         return next
     }
 
-    /// ``redirectRequest(_:from:)``, and with a cookie store (``cookies``): the `Set-Cookie` of the
+    /// `redirectRequest(_:from:)`, and with a cookie store (``cookies``): the `Set-Cookie` of the
     /// redirect response (from `originalURL`) is stored first, and the next hop carries the cookies
     /// the store has for its own URL in place of the previous hop's. Every transport that follows
     /// redirects itself calls this for each hop.

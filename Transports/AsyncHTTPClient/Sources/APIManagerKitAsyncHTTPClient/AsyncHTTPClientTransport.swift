@@ -125,7 +125,7 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
         return exchange
     }
 
-    /// Sends a `URLRequest` (see ``send(_:options:completion:)-(APIHTTPRequest,_,_)``).
+    /// Sends a `URLRequest` (see `send(_:options:completion:)` with an `APIHTTPRequest`).
     public func send(
         _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
