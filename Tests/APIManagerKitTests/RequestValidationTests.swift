@@ -40,6 +40,40 @@ struct RequestValidationTests {
         #expect(custom?.contains("not a valid HTTP field name") == true)
     }
 
+    /// RFC 9110 §5.6.2: `token = 1*tchar`, `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" /
+    /// "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA`. Every ASCII character, and a few
+    /// beyond, in a name: accepted exactly when the grammar says.
+    @Test func aHeaderNameIsAcceptedExactlyWhenEveryCharacterIsATcharOfRFC9110() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".unicodeScalars)
+        let scalars = (0..<128).compactMap(Unicode.Scalar.init) + ["\u{80}", "é", "\u{FF}", "\u{2028}", "☃"]
+        var wrong: [String] = []
+        for scalar in scalars {
+            let name = "X-" + String(Character(scalar)) + "a"
+            let refused = invalidReason { () throws(APIError) in
+                try BuildRequest(headers: [name: "1"]).makeURLRequest()
+            }
+            if (refused == nil) != tchar.contains(scalar) { wrong.append("U+\(String(scalar.value, radix: 16))") }
+        }
+        #expect(wrong.isEmpty, "accepted or refused against the grammar: \(wrong)")
+    }
+
+    /// RFC 9110 §5.5: a field value is any visible character, space, tab or obs-text; CR, LF and NUL
+    /// are what this library refuses (they would split the header or end it). Every other
+    /// character passes.
+    @Test func aHeaderValueIsRefusedExactlyForCROrLFOrNUL() {
+        let scalars = (0..<128).compactMap(Unicode.Scalar.init) + ["\u{80}", "é", "\u{FF}", "☃"]
+        var wrong: [String] = []
+        for scalar in scalars {
+            let refused = invalidReason { () throws(APIError) in
+                try BuildRequest(headers: ["X-Probe": "a" + String(Character(scalar)) + "b"]).makeURLRequest()
+            }
+            if (refused != nil) != [0x00, 0x0A, 0x0D].contains(scalar.value) {
+                wrong.append("U+\(String(scalar.value, radix: 16))")
+            }
+        }
+        #expect(wrong.isEmpty, "accepted or refused against the rule: \(wrong)")
+    }
+
     @Test func ordinaryHeadersStillPass() throws {
         let request = try BuildRequest(headers: ["X-Trace-Id": "a b; c=\"d\"", "Accept": "*/*"]).makeURLRequest()
         #expect(request.value(forHTTPHeaderField: "X-Trace-Id") == "a b; c=\"d\"")

@@ -191,6 +191,47 @@ struct TransportSeamTests {
         #expect(body.range(of: blob) != nil)
     }
 
+    /// The engine leaves a large form unwritten only while it builds for a transport that takes
+    /// writers: the flag that says so belongs to that build, on its thread, and to nothing else.
+    @Test func aFormIsLeftUnwrittenOnlyInsideTheEnginesBuildForAWriterTransport() throws {
+        let blob = Data(repeating: 0x42, count: 4096)
+        let form = SeamRequest(
+            method: .post, parameters: ["file": .file(APIFile(data: blob, fileName: "b.bin"))],
+            multipartInMemoryLimit: 1024)
+        let results = Locked<[Int: String]>([:])
+        DispatchQueue.concurrentPerform(iterations: 16) { index in
+            if index.isMultiple(of: 2) {
+                let transport = ValueTransport(acceptsBodyWriters: true)
+                manager(transport).send(form)
+                let kind = transport.records.first.map { record -> String in
+                    if case .writer = record.request.body { return "writer" }
+                    return "other"
+                }
+                results.withLock { $0[index] = kind ?? "none" }
+            } else {
+                // Built by hand on another thread meanwhile: written to a temporary file.
+                let kind: String
+                if let built = try? form.makeURLRequest(), let value = try? APIHTTPRequest(built) {
+                    if case .file = value.body { kind = "file" } else { kind = "other" }
+                } else {
+                    kind = "failed"
+                }
+                results.withLock { $0[index] = kind }
+            }
+        }
+        let kinds = results.withLock { $0 }
+        for index in 0..<16 {
+            #expect(kinds[index] == (index.isMultiple(of: 2) ? "writer" : "file"), "task \(index)")
+        }
+        // And on this thread, after an engine's build: written to a file again.
+        manager(ValueTransport(acceptsBodyWriters: true)).send(form)
+        let value = try APIHTTPRequest(form.makeURLRequest())
+        guard case .file = value.body else {
+            Issue.record("a form built by hand after the engine's build is a file, not \(value.body)")
+            return
+        }
+    }
+
     @Test func identicalSharedRequestsReachTheTransportAsOneValue() throws {
         let transport = ValueTransport(holds: true)
         let manager = manager(transport)
@@ -290,6 +331,28 @@ struct TransportSeamTests {
         #expect(rebuilt.value(forHTTPHeaderField: "X-Two") == "two")
         #expect(rebuilt.httpMethod == "PATCH" && rebuilt.httpBody == Data("{}".utf8))
         #expect(rebuilt.timeoutInterval == 7 && rebuilt.url == source.url)
+    }
+
+    @Test func aCopyIsAValueOfItsOwn() throws {
+        var source = URLRequest(url: URL(string: "https://api.test/a")!)
+        source.setValue("one", forHTTPHeaderField: "X-One")
+        let original = try APIHTTPRequest(source)
+        var copy = original
+        copy.setValue("two", forHeaderField: "X-One")
+        copy.url = URL(string: "https://api.test/b")!
+        copy.method = .delete
+        copy.body = .data(Data("x".utf8))
+        copy.timeout = 5
+        #expect(original.value(forHeaderField: "X-One") == "one" && copy.value(forHeaderField: "X-One") == "two")
+        #expect(original.url.path == "/a" && copy.url.path == "/b")
+        #expect(original.method == .get && copy.method == .delete)
+        #expect(original.timeout == source.timeoutInterval && copy.timeout == 5)
+        #expect(original.urlRequest == source, "the original still gives back its source")
+        #expect(copy.urlRequest.url?.path == "/b" && copy.urlRequest.httpMethod == "DELETE")
+        var timed = original
+        timed.totalTimeout = 9
+        #expect(timed.urlRequest == source, "a total timeout is not part of a URLRequest")
+        #expect(original.totalTimeout == nil)
     }
 
     @Test func aURLRequestWithoutAURLIsRefusedWithATypedError() {

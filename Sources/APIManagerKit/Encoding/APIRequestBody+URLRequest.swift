@@ -91,7 +91,11 @@ final class BodyFile: Sendable {
 
     /// Set while the engine builds a request for a transport that accepts body writers: a form too
     /// large for memory is then not written to a temporary file.
-    @TaskLocal static var defersForms = false
+    static var defersForms: Bool { defersFormsFlag.isSet }
+
+    /// Set on the building thread (building is synchronous, so the flag is what a task-local value
+    /// would be, without its allocation).
+    static let defersFormsFlag = ThreadFlag()
 
     deinit { if isTemporary { try? FileManager.default.removeItem(at: url) } }
 

@@ -58,35 +58,91 @@ public struct APIHTTPRequest: Sendable {
     }
 
     /// The method: `GET` unless given.
-    public var method: HTTPMethod { didSet { source = nil } }
+    public var method: HTTPMethod {
+        get { storage.method }
+        set { change { $0.method = newValue } }
+    }
     /// The URL, with its query.
-    public var url: URL { didSet { source = nil } }
+    public var url: URL {
+        get { storage.url }
+        set { change { $0.url = newValue } }
+    }
     /// The header fields, in the order they are sent.
-    public var headerFields: [Field] { didSet { source = nil } }
+    public var headerFields: [Field] {
+        get { storage.headerFields }
+        set { change { $0.headerFields = newValue } }
+    }
     /// The body: ``Body/none`` unless given.
-    public var body: Body { didSet { source = nil } }
+    public var body: Body {
+        get { storage.body }
+        set { change { $0.body = newValue } }
+    }
     /// The idle timeout (``APIRequest/timeout``): no byte either way for this long fails the
     /// attempt with `URLError(.timedOut)`. 60 seconds unless given.
-    public var timeout: TimeInterval { didSet { source = nil } }
+    public var timeout: TimeInterval {
+        get { storage.timeout }
+        set { change { $0.timeout = newValue } }
+    }
     /// The longest the whole attempt may take, sending to last byte (``APIRequest/totalTimeout``);
     /// `nil` for no limit.
-    public var totalTimeout: TimeInterval?
+    public var totalTimeout: TimeInterval? {
+        get { storage.totalTimeout }
+        set { change(keepingSource: true) { $0.totalTimeout = newValue } }
+    }
 
-    /// The `URLRequest` this value was made from, while nothing changed it: ``urlRequest`` gives it
-    /// back as it was (its body stream the same object) instead of building another.
-    private var source: URLRequest?
+    /// The fields, in one reference: the engine and a transport pass the request on with one
+    /// retain instead of a copy of each field. Copied before a change when shared.
+    ///
+    /// @unchecked: written only while uniquely referenced (see `change`), read-only once shared.
+    private final class Storage: @unchecked Sendable {
+        var method: HTTPMethod
+        var url: URL
+        var headerFields: [Field]
+        var body: Body
+        var timeout: TimeInterval
+        var totalTimeout: TimeInterval?
+        /// The `URLRequest` the value was made from, while nothing changed it: ``urlRequest`` gives
+        /// it back as it was (its body stream the same object) instead of building another.
+        var source: URLRequest?
+
+        init(
+            method: HTTPMethod, url: URL, headerFields: [Field], body: Body, timeout: TimeInterval,
+            totalTimeout: TimeInterval?, source: URLRequest?
+        ) {
+            self.method = method
+            self.url = url
+            self.headerFields = headerFields
+            self.body = body
+            self.timeout = timeout
+            self.totalTimeout = totalTimeout
+            self.source = source
+        }
+
+        func copy() -> Storage {
+            Storage(
+                method: method, url: url, headerFields: headerFields, body: body, timeout: timeout,
+                totalTimeout: totalTimeout, source: source)
+        }
+    }
+
+    private var storage: Storage
+
+    /// Changes the storage, copying it first when another value shares it; the source
+    /// `URLRequest` no longer describes the value unless the change is one it does not carry.
+    private mutating func change(keepingSource: Bool = false, _ body: (Storage) -> Void) {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        body(storage)
+        if !keepingSource { storage.source = nil }
+    }
 
     /// A request to `url`: a `GET` with no fields, no body and a 60-second idle timeout unless given.
     public init(
         method: HTTPMethod = .get, url: URL, headerFields: [Field] = [], body: Body = .none, timeout: TimeInterval = 60,
         totalTimeout: TimeInterval? = nil
     ) {
-        self.method = method
-        self.url = url
-        self.headerFields = headerFields
-        self.body = body
-        self.timeout = timeout
-        self.totalTimeout = totalTimeout
+        storage = Storage(
+            method: method, url: url, headerFields: headerFields, body: body, timeout: timeout,
+            totalTimeout: totalTimeout, source: nil)
     }
 
     /// The request that `request` describes: its `httpBody` as ``Body/data(_:)``; its
@@ -103,10 +159,7 @@ public struct APIHTTPRequest: Sendable {
     /// stream reads, which the attempt owns.
     init(_ request: URLRequest, bodyFile: BodyFile?, totalTimeout: TimeInterval?) throws(APIError) {
         guard let url = request.url else { throw .invalidRequest(reason: "the request has no URL") }
-        let fields = request.allHTTPHeaderFields ?? [:]
-        var headerFields: [Field] = []
-        headerFields.reserveCapacity(fields.count)
-        for (name, value) in fields { headerFields.append(Field(name: name, value: value)) }
+        let headerFields = (request.allHTTPHeaderFields ?? [:]).map { Field(name: $0.key, value: $0.value) }
         let body: Body
         if let bodyFile {
             body = bodyFile.deferredWriter.map(Body.writer) ?? .file(bodyFile.url)
@@ -117,10 +170,9 @@ public struct APIHTTPRequest: Sendable {
         } else {
             body = .none
         }
-        self.init(
+        storage = Storage(
             method: request.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get, url: url, headerFields: headerFields,
-            body: body, timeout: request.timeoutInterval, totalTimeout: totalTimeout)
-        source = request
+            body: body, timeout: request.timeoutInterval, totalTimeout: totalTimeout, source: request)
     }
 
     /// The value of the header field `name` (case-insensitive); several fields of that name are
@@ -145,7 +197,7 @@ public struct APIHTTPRequest: Sendable {
     /// writers reads ``body`` instead). For a value made from a `URLRequest` and left unchanged,
     /// that request itself.
     public var urlRequest: URLRequest {
-        if let source { return source }
+        if let source = storage.source { return source }
         var request = URLRequest(url: url, timeoutInterval: timeout)
         if method != .get { request.httpMethod = method.rawValue }
         for field in headerFields {

@@ -58,13 +58,7 @@ enum BuildRequestStage {
 
     /// The task's request, a form too large for memory left unwritten (see ``BodyFile/defersForms``).
     private static func makeDeferringForms(_ task: AnyAPITask) throws(APIError) -> URLRequest {
-        do {
-            return try BodyFile.$defersForms.withValue(true) { try task.makeURLRequest() }
-        } catch let error as APIError {
-            throw error
-        } catch {
-            throw .invalidRequest(reason: "the request could not be built", underlying: error)
-        }
+        try BodyFile.defersFormsFlag.withFlagSet { () throws(APIError) in try task.makeURLRequest() }
     }
 
     /// Checks the request about to be sent: whatever set them (the request, `configure(_:)`,
