@@ -299,6 +299,41 @@ struct DownloadTests {
         #expect(!FileManager.default.fileExists(atPath: destination.path))
     }
 
+    /// A transport may hand over a head and parts of an attempt that already failed (its callbacks
+    /// are behind) while the task waits for its retry: they reach nothing, and the retry resumes the
+    /// part the failed attempt left.
+    @Test(arguments: [nil, "files"] as [String?])
+    func aLateHeadOfAFailedAttemptWhileTheRetryWaitsLeavesThePartWhole(scope: String?) throws {
+        let clock = TestClock()
+        let transport = HeldSinkTransport()
+        let files = Files(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        let task = files.send(
+            FileRequest(
+                download: APIDownload(to: destination),
+                retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none), concurrencyScope: scope))
+        let first = try #require(transport.file)
+        #expect(try first.begin(statusCode: 200, headers: ["ETag": "\"v1\"", "Content-Length": "1000"]))
+        try first.write(Self.full.prefix(300))
+        transport.completion?(.failure(URLError(.networkConnectionLost)))
+        #expect(task.state.name == "waitingForRetry")
+        // The failed attempt's late callbacks, while the retry waits.
+        #expect((try? first.begin(statusCode: 200, headers: ["ETag": "\"v2\"", "Content-Length": "1000"])) != true)
+        _ = try? first.write(Data(repeating: 0xEE, count: 1000))
+        let partial = APIDownload(to: destination).partialFile
+        #expect(try Data(contentsOf: partial) == Self.full.prefix(300), "the part is the first 300 bytes, whole")
+        clock.advance(by: 1)
+        let second = try #require(transport.file)
+        #expect(second !== first)
+        #expect(second.resumeOffset == 300)
+        let head = ["ETag": "\"v1\"", "Content-Range": "bytes 300-999/1000", "Content-Length": "700"]
+        #expect(try second.begin(statusCode: 206, headers: head))
+        try second.write(Self.full[300...])
+        transport.completion?(.success(APIRawResponse(statusCode: 206, headers: head, body: Data())))
+        #expect(task.state.name == "finished")
+        #expect(try Data(contentsOf: destination) == Self.full)
+    }
+
     /// URLSession on Linux answers with success when its delegate queue is behind: the body was read
     /// before the cancellation reached it, and its parts are still queued.
     @Test(arguments: [nil, "files"] as [String?])

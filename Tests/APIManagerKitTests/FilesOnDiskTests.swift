@@ -191,6 +191,31 @@ struct FilesOnDiskTests {
         #expect(stream.state.failure == .sinkFailed)
     }
 
+    /// The same with the response cache on and the request asking for it: the failed stream
+    /// stores nothing, and the cache answers nothing on the next request.
+    @Test(arguments: [nil, "feed"] as [String?])
+    func aStreamThatFailsUnderItsTransportWithTheCacheOnStoresNothing(scope: String?) throws {
+        let transport = HeldSinkTransport()
+        let cache = APIResponseCache(disk: nil)
+        let feed = StreamingTests.Feed(
+            engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline, cache: cache))
+        let buffer = StreamBuffer(spillLimit: 1 << 20, spillDirectory: directory.url)
+        let task = feed.makeTask(
+            for: StreamingTests.FeedRequest(concurrencyScope: scope, cacheOption: .both), bodyStream: buffer)
+        feed.engine.submit(task)
+        let stream = try #require(transport.stream)
+        #expect(stream.begin(statusCode: 200, headers: ["Cache-Control": "max-age=600"]))
+        for index in 0..<12 where !transport.cancelled {
+            _ = stream.write(Data(repeating: UInt8(index), count: 1 << 20)) {}
+        }
+        #expect(transport.cancelled, "the stream stopped its transfer")
+        transport.completion?(.failure(URLError(.cancelled)))
+        #expect(task.state.name == "responseTooLarge(\(APIResponseBodyStream.memoryLimit + (1 << 20)))")
+        #expect(cache.memoryCount == 0, "a stream that failed is never stored")
+        let next = feed.send(StreamingTests.FeedRequest(concurrencyScope: scope, cacheOption: .both))
+        #expect(next.state.name == "running", "the next request goes to the network, not to a stored copy")
+    }
+
     @Test func theOverflowFileIsGoneFromItsDirectoryAtOnce() throws {
         let buffer = StreamBuffer(spillDirectory: directory.url)
         overflow(buffer, parts: 12)

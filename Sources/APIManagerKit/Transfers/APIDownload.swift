@@ -201,8 +201,9 @@ public final class APIResponseBodyFile: APIResponseBodySink {
     /// Whether the body is going to the file.
     var isWriting: Bool { state.withLock { $0.machine.isWriting } }
 
-    /// Whether the response's body went to the file (it is, or was, written there).
-    var wroteBody: Bool { state.withLock { $0.machine.body != nil } }
+    /// The bytes of this response written to the file, or `nil` when its body did not go to the
+    /// file (one read of the machine under the lock).
+    var writtenBodyBytes: Int64? { state.withLock { state in state.machine.body.map { $0.written - $0.start } } }
 
     /// The machine as it stands (tests).
     var machine: TransferMachine { state.withLock { $0.machine } }

@@ -144,7 +144,7 @@ enum AttemptBody {
     /// The bytes of the response the attempt received, for its last progress report: those
     /// written to a download's file, else the body's.
     func receivedBytes(of raw: APIRawResponse) -> Int64 {
-        if case .download(let file) = self, file.wroteBody { return file.receivedBytes }
+        if case .download(let file) = self, let written = file.writtenBodyBytes { return written }
         return Int64(raw.body.count)
     }
 }
