@@ -9,7 +9,7 @@ let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
     "FuzzLenientMapping", "FuzzSetCookie", "FuzzMultipart",
-    "FuzzServerSentEvents", "FuzzJSONLines", "FuzzContentRange",
+    "FuzzServerSentEvents", "FuzzJSONLines", "FuzzContentRange", "FuzzHeaderFields",
 ]
 
 let package = Package(

@@ -355,6 +355,19 @@ struct TransportSeamTests {
         #expect(original.totalTimeout == nil)
     }
 
+    /// Methods are case-sensitive on the wire (RFC 9110 §9.1) but this library upper-cases every
+    /// method it is given, as URLSession does for the standard ones: `patch` is `PATCH`.
+    @Test(arguments: [
+        ("GET", "GET"), ("get", "GET"), ("PaTcH", "PATCH"), ("M-SEARCH", "M-SEARCH"), ("propfind", "PROPFIND"),
+        ("é", "É"), ("", ""),
+    ])
+    func aMethodIsUpperCasedWhateverItsCase(given: String, expected: String) throws {
+        #expect(HTTPMethod(rawValue: given).rawValue == expected)
+        var source = URLRequest(url: testBaseURL)
+        source.httpMethod = given.isEmpty ? nil : given
+        #expect(try APIHTTPRequest(source).method.rawValue == (given.isEmpty ? "GET" : expected))
+    }
+
     @Test func aURLRequestWithoutAURLIsRefusedWithATypedError() {
         var source = URLRequest(url: URL(string: "https://api.test")!)
         source.url = nil

@@ -4,7 +4,12 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 {
     public let rawValue: String
 
-    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+    public init(rawValue: String) {
+        // Methods arrive upper-cased nearly always (every request's `URLRequest.httpMethod`), and
+        // `uppercased()` makes a new string: only a method that is not gets one.
+        let isUpperCased = rawValue.utf8.allSatisfy { $0 < 0x80 && !(0x61...0x7A).contains($0) }
+        self.rawValue = isUpperCased ? rawValue : rawValue.uppercased()
+    }
     public init(stringLiteral value: String) { self.init(rawValue: value) }
 
     /// `GET`: idempotent.
