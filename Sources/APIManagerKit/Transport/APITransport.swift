@@ -303,13 +303,24 @@ extension APITransportOptions {
     ) -> APIHTTPRequest {
         var next = redirectRequest(redirected, from: originalURL)
         guard let cookies else { return next }
+        next.setValue(
+            nextHopCookie(cookies, to: next.url, from: originalURL, redirectResponse: redirectResponse),
+            forHeaderField: "Cookie")
+        return next
+    }
+
+    /// The cookie step of a redirect hop: the redirect response's `Set-Cookie` stored (as from
+    /// its own URL, else `originalURL`), then the `Cookie` header the next hop carries to `url`
+    /// (`nil` for none).
+    private func nextHopCookie(
+        _ cookies: APICookieStore, to url: URL?, from originalURL: URL?, redirectResponse: APIRawResponse?
+    ) -> String? {
         let now = cookieDate ?? Date()
         if let redirectResponse, let from = redirectResponse.url ?? originalURL {
             let fields = redirectResponse.setCookieFields
             if !fields.isEmpty { cookies.store(setCookie: fields, from: from, at: now) }
         }
-        next.setValue(cookies.cookieHeader(for: next.url, at: now), forHeaderField: "Cookie")
-        return next
+        return url.flatMap { cookies.cookieHeader(for: $0, at: now) }
     }
 
     /// `redirectRequest(_:from:)`, and with a cookie store (``cookies``): the `Set-Cookie` of the
@@ -321,14 +332,8 @@ extension APITransportOptions {
     ) -> URLRequest {
         var next = redirectRequest(redirected, from: originalURL)
         guard let cookies else { return next }
-        let now = cookieDate ?? Date()
-        if let redirectResponse, let from = redirectResponse.url ?? originalURL {
-            let fields = redirectResponse.setCookieFields
-            if !fields.isEmpty { cookies.store(setCookie: fields, from: from, at: now) }
-        }
-        if let url = next.url {
-            next.setValue(cookies.cookieHeader(for: url, at: now), forHTTPHeaderField: "Cookie")
-        }
+        let header = nextHopCookie(cookies, to: next.url, from: originalURL, redirectResponse: redirectResponse)
+        if next.url != nil { next.setValue(header, forHTTPHeaderField: "Cookie") }
         return next
     }
 }
