@@ -17,7 +17,9 @@ public enum APIExecution: Sendable {
     /// callback thread for the response, the clock's for a retry. With `MockTransport` and
     /// `TestClock` everything then happens inside `send(_:)` and `advance(by:)`, so a test stays
     /// synchronous and deterministic: `APIEngine(transport: mock, clock: clock, delivery: .immediate,
-    /// execution: .inline)`.
+    /// execution: .inline)`. It is also the server setting on AsyncHTTPClientTransport: fewer thread
+    /// wake-ups, but the response is built (and decoded) on the event loop; see
+    /// "The server setting" in <doc:Performance> for what it saves and when not to use it.
     case inline
     /// On serial queues (see ``APIWorkLanes``; the process's shared ones by default), each task's work on one of them:
     /// tasks build in parallel, up to one per lane, and the work goes on when an app blocks threads
