@@ -24,6 +24,8 @@ struct TransportSeamTests {
         var sharing: APIRequestSharing = .never
         var concurrencyScope: String?
         var authorization: APIAuthorization?
+        var retryPolicy: APIRetryPolicy?
+        var cacheOption: APICacheOption = .networkOnly
     }
 
     final class SeamManager: APIManager {
@@ -34,7 +36,8 @@ struct TransportSeamTests {
     }
 
     /// Implements the new requirement alone: records each request value and what its body held,
-    /// and answers `200` at once (or holds the answers until `release()`).
+    /// and answers at once from `answers` in turn, repeating the last (`200` unless given), or holds
+    /// the answers until `release()`; counts the cancellations of the handles it gave.
     final class ValueTransport: APITransport, @unchecked Sendable {
         // @unchecked: `state` is only touched under `lock`.
         struct Sent {
@@ -46,15 +49,38 @@ struct TransportSeamTests {
         private let lock = NSLock()
         private var sent: [Sent] = []
         private var held: [@Sendable (Result<APIRawResponse, any Error>) -> Void] = []
+        private var answers: [Result<APIRawResponse, URLError>]
+        private var cancels = 0
         let acceptsBodyWriters: Bool
         let holds: Bool
 
-        init(acceptsBodyWriters: Bool = false, holds: Bool = false) {
+        static let ok = APIRawResponse(statusCode: 200, headers: [:], body: Data("ok".utf8))
+
+        init(
+            acceptsBodyWriters: Bool = false, holds: Bool = false,
+            answers: [Result<APIRawResponse, URLError>] = [.success(ok)]
+        ) {
             self.acceptsBodyWriters = acceptsBodyWriters
             self.holds = holds
+            self.answers = answers
         }
 
         var records: [Sent] { lock.withLock { sent } }
+        var cancelCount: Int { lock.withLock { cancels } }
+
+        private func nextAnswer() -> Result<APIRawResponse, any Error> {
+            lock.withLock {
+                let answer = answers[0]
+                if answers.count > 1 { answers.removeFirst() }
+                return answer.mapError { $0 }
+            }
+        }
+
+        private struct Handle: APICancellable, @unchecked Sendable {
+            // @unchecked: the transport counts under its lock.
+            let transport: ValueTransport
+            func cancel() { transport.lock.withLock { transport.cancels += 1 } }
+        }
 
         func send(
             _ request: APIHTTPRequest, options: APITransportOptions,
@@ -75,8 +101,8 @@ struct TransportSeamTests {
                 sent.append(Sent(request: request, options: options, bodyBytes: bytes))
                 if holds { held.append(completion) }
             }
-            if !holds { completion(.success(APIRawResponse(statusCode: 200, headers: [:], body: Data("ok".utf8)))) }
-            return NamedHandle()
+            if !holds { completion(nextAnswer()) }
+            return Handle(transport: self)
         }
 
         func release() {
@@ -84,9 +110,7 @@ struct TransportSeamTests {
                 defer { held = [] }
                 return held
             }
-            for completion in completions {
-                completion(.success(APIRawResponse(statusCode: 200, headers: [:], body: Data("ok".utf8))))
-            }
+            for completion in completions { completion(nextAnswer()) }
         }
 
         private static func readAll(_ stream: InputStream) -> Data {
@@ -104,12 +128,13 @@ struct TransportSeamTests {
 
     private func manager(
         _ transport: any APITransport, authentication: APIAuthentication? = nil,
-        execution: APIExecution = .inline
+        execution: APIExecution = .inline, clock: TestClock = TestClock(), cache: APIResponseCache? = nil,
+        persistedHeaders: APIPersistedHeaders? = nil
     ) -> SeamManager {
         SeamManager(
             engine: APIEngine(
-                transport: transport, clock: TestClock(), delivery: .immediate, execution: execution,
-                authentication: authentication))
+                transport: transport, clock: clock, delivery: .immediate, execution: execution, cache: cache,
+                persistedHeaders: persistedHeaders, authentication: authentication))
     }
 
     // MARK: What the engine hands over
@@ -241,6 +266,70 @@ struct TransportSeamTests {
         #expect(transport.records.first?.request.url.path == "/shared")
         transport.release()
         #expect(first.state.name == "finished" && second.state.name == "finished")
+    }
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func persistedHeadersReachTheValueAsCredentials(scope: String?) throws {
+        let first = APIRawResponse(statusCode: 200, headers: ["access-token": "t1"], body: Data("ok".utf8))
+        let transport = ValueTransport(answers: [.success(first), .success(ValueTransport.ok)])
+        let manager = manager(transport, persistedHeaders: APIPersistedHeaders())
+        manager.send(SeamRequest(concurrencyScope: scope))
+        manager.send(SeamRequest(concurrencyScope: scope))
+        let second = try #require(transport.records.last)
+        #expect(transport.records.count == 2)
+        #expect(second.request.value(forHeaderField: "Access-Token") == "t1")
+        #expect(
+            second.options.sensitiveHeaders.contains { $0.caseInsensitiveCompare("access-token") == .orderedSame },
+            "a persisted header is a credential: dropped on a redirect to another origin")
+    }
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func aStoredCopyIsRevalidatedWithItsValidatorInTheValue(scope: String?) throws {
+        let stored = APIRawResponse(
+            statusCode: 200, headers: ["ETag": "\"abc\"", "Cache-Control": "max-age=0"], body: Data("ok".utf8))
+        let transport = ValueTransport(answers: [.success(stored)])
+        let manager = manager(transport, cache: APIResponseCache(disk: nil))
+        manager.send(SeamRequest(concurrencyScope: scope, cacheOption: .both))
+        manager.send(SeamRequest(concurrencyScope: scope, cacheOption: .both))
+        #expect(transport.records.count == 2)
+        #expect(transport.records.first?.request.value(forHeaderField: "If-None-Match") == nil)
+        #expect(transport.records.last?.request.value(forHeaderField: "if-none-match") == "\"abc\"")
+    }
+
+    /// Cancelled while the transport has it, from another thread, or while its retry waits: the
+    /// handle the transport gave is cancelled once, and a retry hands over a new value.
+    @Test(arguments: [nil, "cart"] as [String?])
+    func aCancelledTaskCancelsTheHandleItsTransportGave(scope: String?) throws {
+        let running = ValueTransport(holds: true)
+        let first = manager(running)
+        let task = first.send(SeamRequest(concurrencyScope: scope))
+        DispatchQueue.global().sync { task.cancel() }
+        #expect(task.state.name == "cancelled(explicit)")
+        #expect(running.cancelCount == 1)
+
+        let clock = TestClock()
+        let failing = ValueTransport(answers: [.failure(URLError(.networkConnectionLost)), .success(ValueTransport.ok)])
+        let second = manager(failing, clock: clock)
+        let retrying = second.send(
+            SeamRequest(
+                concurrencyScope: scope, retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)))
+        #expect(retrying.state.name == "waitingForRetry")
+        retrying.cancel()
+        clock.advance(by: 5)
+        #expect(retrying.state.name == "cancelled(explicit)")
+        #expect(failing.records.count == 1, "nothing is sent after the cancellation")
+
+        let retried = ValueTransport(answers: [.failure(URLError(.networkConnectionLost)), .success(ValueTransport.ok)])
+        let clock2 = TestClock()
+        let third = manager(retried, clock: clock2)
+        let task2 = third.send(
+            SeamRequest(
+                headers: ["X-Trace": "1"], concurrencyScope: scope,
+                retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)))
+        clock2.advance(by: 1)
+        #expect(task2.state.name == "finished")
+        #expect(retried.records.map { $0.request.value(forHeaderField: "X-Trace") } == ["1", "1"])
+        withExtendedLifetime((first, second, third)) {}
     }
 
     // MARK: Transports written for URLRequest
