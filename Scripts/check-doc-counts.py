@@ -5,7 +5,10 @@ Checked:
   and Getting Started says how many there are, in words, and both lists name every story;
 - `APIError`'s cases: each has a row in Talking HTTP's error table (`| case | context |`);
 - `APIManagerDelegate`'s requirements: each has its manager hook in Getting Started's hook table
-  (`taskIsWaiting(_:)`, `task(_:didReport:)`…).
+  (`taskIsWaiting(_:)`, `task(_:didReport:)`…);
+- the source folders: every folder of `Sources/APIManagerKit/` (subfolders included, the DocC
+  catalog left out) has its row in CONTRIBUTING.md's "Where things live" table, named `Folder/`
+  (or `Parent/Folder/`), and the table names no folder that does not exist.
 
 Usage: check-doc-counts.py
 """
@@ -71,7 +74,30 @@ for hook in hooks:
     if f"`{hook}`" not in hook_table:
         errors.append(f"GettingStarted.md: the hook table lacks `{hook}` (APIManagerDelegate has it)")
 
+# The folders, as the library has them, against CONTRIBUTING's table.
+library = "Sources/APIManagerKit"
+folders = sorted(
+    os.path.relpath(directory, library)
+    for directory, _, files in os.walk(library)
+    if directory != library and ".docc" not in directory)
+contributing = open("CONTRIBUTING.md").read()
+start = contributing.index("| folder | what | start with |")
+rows = []
+for line in contributing[start:].splitlines():
+    if not line.startswith("|"):
+        break
+    rows.append(line)
+table = "\n".join(rows)
+named = set(re.findall(r"`([A-Za-z]+(?:/[A-Za-z]+)*)/`", "\n".join(row.split("|")[1] for row in table.splitlines())))
+for folder in folders:
+    if folder not in named:
+        errors.append(f"CONTRIBUTING.md: the 'Where things live' table has no row for `{folder}/`")
+for folder in sorted(named - set(folders)):
+    errors.append(f"CONTRIBUTING.md: the 'Where things live' table names `{folder}/`, which {library} lacks")
+
 if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
-print(f"docs: {len(stories)} stories, {len(cases)} error cases and {len(hooks)} delegate hooks documented")
+print(
+    f"docs: {len(stories)} stories, {len(cases)} error cases, {len(hooks)} delegate hooks and {len(folders)} source"
+    " folders documented")

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Fills `{name}` placeholders in a path, each value percent-encoded as one path segment.
 enum PathTemplate {
     /// - Parameters:
@@ -52,4 +54,13 @@ enum PathTemplate {
     private static func escapeLiteral(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .apiPathAllowed) ?? text
     }
+}
+
+extension CharacterSet {
+    /// Characters left as they are in a path: RFC 3986 `pchar` plus `/`.
+    static let apiPathAllowed: CharacterSet = {
+        var set = CharacterSet.urlPathAllowed
+        set.remove(charactersIn: "?#")
+        return set
+    }()
 }
