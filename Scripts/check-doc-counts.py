@@ -3,7 +3,9 @@
 Checked:
 - the Playground's stories (the `name:` of every `Story(`): every "<number> stories" in README.md
   and Getting Started says how many there are, in words, and both lists name every story;
-- `APIError`'s cases: each has a row in Talking HTTP's error table (`| case | context |`);
+- `APIError`'s cases: each has a row in Talking HTTP's error table (`| case | context |`), and the
+  article's switch over every kind (`advice(for:)`, ending in `@unknown default`) names each one and
+  is the one `HTTPCodeSamplesTests` compiles;
 - `APIManagerDelegate`'s requirements: each has its manager hook in Getting Started's hook table
   (`taskIsWaiting(_:)`, `task(_:didReport:)`…);
 - the source folders: every folder of `Sources/APIManagerKit/` (subfolders included, the DocC
@@ -73,6 +75,29 @@ hook_table = "\n".join(line for line in hook_table.splitlines() if line.startswi
 for hook in hooks:
     if f"`{hook}`" not in hook_table:
         errors.append(f"GettingStarted.md: the hook table lacks `{hook}` (APIManagerDelegate has it)")
+
+# The switch over every kind: the article's and the compiled sample's are the same, and complete.
+samples = open("Tests/APIManagerKitTests/HTTPCodeSamplesTests.swift").read()
+talking = open("Sources/APIManagerKit/APIManagerKit.docc/TalkingHTTP.md").read()
+
+
+def advice_function(text, path):
+    match = re.search(r"^func advice\(for error: APIError\).*?^}", text, re.MULTILINE | re.DOTALL)
+    if not match:
+        errors.append(f"{path}: no `func advice(for error: APIError)` sample")
+        return ""
+    return match.group(0)
+
+
+compiled = advice_function(samples, "HTTPCodeSamplesTests.swift")
+shown = advice_function(talking, "TalkingHTTP.md")
+if compiled and shown and compiled != shown:
+    errors.append("TalkingHTTP.md: the switch over every error kind differs from HTTPCodeSamplesTests.swift's")
+if compiled and "@unknown default:" not in compiled:
+    errors.append("HTTPCodeSamplesTests.swift: the switch over every error kind lacks `@unknown default`")
+for case in cases:
+    if not re.search(r"\." + case + r"\b", compiled):
+        errors.append(f"HTTPCodeSamplesTests.swift: the switch over every error kind lacks `.{case}`")
 
 # The folders, as the library has them, against CONTRIBUTING's table.
 library = "Sources/APIManagerKit"

@@ -96,6 +96,31 @@ final class ProblemAPI: APIManager {
     }
 }
 
+// MARK: article "Talking HTTP", "Switching over every kind"
+
+func advice(for error: APIError) -> String? {
+    switch error {
+    case .cancelled, .ignored:
+        return nil  // the app asked for it
+    case .timedOut, .transport:
+        return "Check your connection and try again."
+    case .unacceptableStatus(let response, let message):
+        return message ?? "The server answered \(response.statusCode)."
+    case .decoding, .rejected:
+        return "The server's answer could not be read."
+    case .invalidRequest(let reason, _):
+        return "The request could not be made: \(reason)."
+    case .responseTooLarge(let limit):
+        return "The answer was larger than \(limit) bytes."
+    case .authenticationFailed:
+        return "Please sign in again."
+    case .lineFull, .waitedTooLong, .circuitOpen(_, _):
+        return "The service is busy; try again in a moment."
+    @unknown default:
+        return error.localizedDescription  // a kind added after this code was written
+    }
+}
+
 @Suite("Article samples: Talking HTTP", .timeLimit(.minutes(1)))
 struct HTTPCodeSamplesTests {
     @Test func theItemsRequestFillsItsTemplateAndQuery() throws {
@@ -190,5 +215,20 @@ struct HTTPCodeSamplesTests {
             print(event)
         }
         #expect(loggedEngine.eventMonitor != nil)
+    }
+
+    @Test func theSwitchOverEveryErrorKindReadsEachPayload() {
+        #expect(advice(for: .cancelled(reason: .explicit)) == nil)
+        #expect(advice(for: .ignored) == nil)
+        #expect(
+            advice(for: .unacceptableStatus(APIRawResponse(statusCode: 503), message: nil))
+                == "The server answered 503.")
+        #expect(advice(for: .unacceptableStatus(APIRawResponse(statusCode: 409), message: "Sold out")) == "Sold out")
+        #expect(advice(for: .invalidRequest(reason: "no URL")) == "The request could not be made: no URL.")
+        #expect(advice(for: .responseTooLarge(limit: 10)) == "The answer was larger than 10 bytes.")
+        #expect(
+            advice(for: .circuitOpen(origin: "https://a.example", closesIn: 3))
+                == "The service is busy; try again in a moment.")
+        #expect(advice(for: .transport(underlying: URLError(.timedOut))) == "Check your connection and try again.")
     }
 }

@@ -6,6 +6,11 @@ import FoundationNetworking
 
 /// The one error type of APIManagerKit: every task that does not finish with a response fails with
 /// an `APIError`, delivered to the delegate's failure method and thrown by the async API.
+///
+/// A minor release may add a case (the CHANGELOG says so when it does). A `switch` that names every
+/// case ends with `@unknown default:`: it compiles without a warning today, and still compiles when
+/// a case is added (the compiler then warns and names it). See "Switching over every kind" in the
+/// Talking HTTP article.
 public enum APIError: Error, Sendable {
     /// The task was cancelled before it finished; it is never retried.
     case cancelled(reason: CancellationReason)
