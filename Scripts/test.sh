@@ -19,6 +19,9 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh
 
+echo "== Public API: no break against the baseline Scripts/api-baseline names, but those listed as deliberate"
+bash Scripts/check-api.sh
+
 # Swift Testing starts every test of a run at once unless told otherwise: ~600 unit tests under
 # ThreadSanitizer on 2 busy cores waited for the 2 threads of Swift's cooperative pool, and trivial
 # ones ran past their time limits. The unit passes run one test at a time (their time then is their
