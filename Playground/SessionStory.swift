@@ -16,7 +16,7 @@ extension Story {
             let tokenURL = URL(string: "fixture/token/\(realm)?delay=0.3", relativeTo: setting.baseURL)?.absoluteURL
             let service = TokenService(setting: setting, tokenURL: setting.isLive ? tokenURL : nil, realm: realm)
             let authentication = APIAuthentication(authenticator: service, clock: setting.clock)
-            authentication.signIn(with: APICredential(accessToken: "expired", refreshToken: "start"))
+            authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired", refreshToken: "start"))
             return authentication
         },
         run: { stage in
@@ -49,9 +49,9 @@ final class TokenService: APIAuthenticator, @unchecked Sendable {
 
     struct Refused: Error { let status: Int }
 
-    func refresh(_ credential: APICredential) async throws -> APICredential {
+    func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
         setting.timeline.note("token", "refresh starts: the server refused \"\(credential.accessToken)\"")
-        let renewed: APICredential
+        let renewed: APIAuthentication.Credential
         if let tokenURL {
             var request = URLRequest(url: tokenURL)
             request.httpMethod = "POST"
@@ -67,14 +67,14 @@ final class TokenService: APIAuthenticator, @unchecked Sendable {
             let decoder = JSONDecoder()
             decoder.keyDecodingStrategy = .convertFromSnakeCase
             let tokens = try decoder.decode(Tokens.self, from: data)
-            renewed = APICredential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken)
+            renewed = APIAuthentication.Credential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken)
         } else {
             // Virtual time: resumed when the story's clock passes 0.3 s from now.
             let clock = setting.clock
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 _ = clock.schedule(after: 0.3) { continuation.resume() }
             }
-            renewed = APICredential(accessToken: "token-1", refreshToken: "refresh-1")
+            renewed = APIAuthentication.Credential(accessToken: "token-1", refreshToken: "refresh-1")
         }
         setting.timeline.note("token", "refresh ends: requests go again with the new token")
         return renewed

@@ -13,7 +13,7 @@ struct StoryRequest: APIRequest {
     let path: String
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var retryPolicy: APIRetryPolicy?
-    var cacheOption: APICacheOption = .networkOnly
+    var cacheOption: APIResponseCache.Option = .networkOnly
     var debounceInterval: TimeInterval = 0.3
     var sharing: APIRequestSharing = .never
     var concurrencyGroup: APIConcurrencyGroup?
@@ -183,7 +183,7 @@ final class Stage: @unchecked Sendable {
     @discardableResult
     func send(
         _ label: String, _ path: String, _ policy: APIConcurrencyPolicy = .default, retry: APIRetryPolicy? = nil,
-        cache: APICacheOption = .networkOnly, through api: StoryAPI? = nil,
+        cache: APIResponseCache.Option = .networkOnly, through api: StoryAPI? = nil,
         configure: (inout StoryRequest) -> Void = { _ in }
     ) -> APITask<StoryRequest> {
         var request = StoryRequest(

@@ -10,7 +10,7 @@ import FoundationNetworking
 ///
 /// Credentials are sent as `Authorization: Bearer <accessToken>`, and a `401` refuses them (the
 /// `APIAuthenticator` defaults). Each refresh answers with the next scripted reply, the last one
-/// repeating; without a script, refresh `n` returns `APICredential(accessToken: "token-n",
+/// repeating; without a script, refresh `n` returns `APIAuthentication.Credential(accessToken: "token-n",
 /// refreshToken: "refresh-n")`.
 ///
 /// With an engine whose execution is `.inline`, a refresh that is not held ends inside the call that
@@ -21,7 +21,7 @@ public final class MockAuthenticator: APIAuthenticator, @unchecked Sendable {
     /// What a refresh answers.
     public enum Reply: Sendable {
         /// A new credential.
-        case credential(APICredential)
+        case credential(APIAuthentication.Credential)
         /// A failure: the refresh throws it.
         case failure(any Error & Sendable)
     }
@@ -29,7 +29,7 @@ public final class MockAuthenticator: APIAuthenticator, @unchecked Sendable {
     private let lock = NSLock()
     private var script: [Reply]
     private var holds: Bool
-    private var started: [APICredential] = []
+    private var started: [APIAuthentication.Credential] = []
     private var held: [CheckedContinuation<Reply?, Never>] = []
 
     /// - Parameters:
@@ -50,7 +50,7 @@ public final class MockAuthenticator: APIAuthenticator, @unchecked Sendable {
     public var refreshCount: Int { lock.withLock { started.count } }
 
     /// The credential each refresh was asked to replace, in order.
-    public var refreshedCredentials: [APICredential] { lock.withLock { started } }
+    public var refreshedCredentials: [APIAuthentication.Credential] { lock.withLock { started } }
 
     /// How many refreshes wait for ``release(with:)``.
     public var heldCount: Int { lock.withLock { held.count } }
@@ -67,13 +67,14 @@ public final class MockAuthenticator: APIAuthenticator, @unchecked Sendable {
         return true
     }
 
-    public func refresh(_ credential: APICredential) async throws -> APICredential {
+    public func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
         let (scripted, waits): (Reply, Bool) = lock.withLock {
             started.append(credential)
             let number = started.count
             let reply =
                 script.isEmpty
-                ? .credential(APICredential(accessToken: "token-\(number)", refreshToken: "refresh-\(number)"))
+                ? .credential(
+                    APIAuthentication.Credential(accessToken: "token-\(number)", refreshToken: "refresh-\(number)"))
                 : script[min(number, script.count) - 1]
             return (reply, holds)
         }

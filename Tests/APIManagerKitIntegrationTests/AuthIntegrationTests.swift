@@ -38,7 +38,7 @@ struct AuthIntegrationTests {
     }
 
     @Test func persistedAuthHeadersAreCapturedAndSentOnLaterRequests() async throws {
-        let store = APIInMemoryCredentialStore()
+        let store = APIAuthentication.InMemoryCredentialStore()
         let client = Client<Echoed>(persisted: APIPersistedHeaders(store: store))
         // httpbin sets the response headers named in the query.
         _ = try await Client<APIRawResponse>(persisted: client.engine.persistedHeaders)
@@ -56,7 +56,7 @@ struct AuthIntegrationTests {
     }
 
     @Test func credentialsDoNotFollowARedirectToAnotherOrigin() async throws {
-        let store = APIInMemoryCredentialStore()
+        let store = APIAuthentication.InMemoryCredentialStore()
         store.save(["access-token": "tok"], forOrigin: APIPersistedHeaders.origin(of: Server.url) ?? "")
         let client = Client<Echoed>(persisted: APIPersistedHeaders(store: store))
         let target = Server.secondURL.appendingPathComponent("headers").absoluteString

@@ -111,7 +111,7 @@ struct NginxIntegrationTests {
         var url = Nginx.url
         var path: String
         var download: APIDownload?
-        var cacheOption: APICacheOption { .both }
+        var cacheOption: APIResponseCache.Option { .both }
     }
 
     final class CachedFiles: APIManager, @unchecked Sendable {

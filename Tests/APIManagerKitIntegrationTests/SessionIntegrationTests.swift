@@ -19,7 +19,7 @@ final class FixtureTokenRefresher: APIAuthenticator, @unchecked Sendable {
 
     struct Refused: Error { let status: Int }
 
-    func refresh(_ credential: APICredential) async throws -> APICredential {
+    func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
         lock.withLock { count += 1 }
         var request = URLRequest(url: tokenURL)
         request.httpMethod = "POST"
@@ -35,7 +35,7 @@ final class FixtureTokenRefresher: APIAuthenticator, @unchecked Sendable {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let tokens = try decoder.decode(Tokens.self, from: data)
-        return APICredential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken)
+        return APIAuthentication.Credential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken)
     }
 }
 
@@ -56,7 +56,7 @@ struct TokenRealm {
         refresher = FixtureTokenRefresher(
             tokenURL: URL(string: "fixture/token/\(name)?\(tokenQuery)", relativeTo: Server.url)!.absoluteURL)
         authentication = APIAuthentication(authenticator: refresher)
-        authentication.signIn(with: APICredential(accessToken: "stale", refreshToken: refreshToken))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "stale", refreshToken: refreshToken))
         client = Client(APIEngine(transport: Shared.transport, delivery: .immediate, authentication: authentication))
     }
 
@@ -136,7 +136,7 @@ struct SessionIntegrationTests {
         }
         #expect(realm.refresher.refreshCount == 1)
 
-        realm.authentication.signIn(with: APICredential(accessToken: "stale", refreshToken: "start"))
+        realm.authentication.signIn(with: APIAuthentication.Credential(accessToken: "stale", refreshToken: "start"))
         _ = try await realm.client.response(for: realm.protected)
         #expect(realm.refresher.refreshCount == 2)
         #expect(try await realm.log().issued == 1)

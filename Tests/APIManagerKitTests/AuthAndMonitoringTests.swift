@@ -24,7 +24,7 @@ struct AuthAndMonitoringTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/sign_in", .json("{}", headers: ["access-token": "tok-1", "Client": "c-1", "uid": "ada"]))
         transport.stub(nil, "/me", .json("{}", headers: ["access-token": "tok-2"]))
-        let store = APIInMemoryCredentialStore()
+        let store = APIAuthentication.InMemoryCredentialStore()
         let api = manager(transport, clock, persisted: APIPersistedHeaders(store: store))
         _ = try await api.response(for: TestRequest("/sign_in", method: .post))
         _ = try await api.response(for: TestRequest("/me"))
@@ -49,7 +49,7 @@ struct AuthAndMonitoringTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/refuse", .json("{}", status: 401, headers: ["access-token": "rotated"]))
-        let store = APIInMemoryCredentialStore()
+        let store = APIAuthentication.InMemoryCredentialStore()
         let api = manager(transport, clock, persisted: APIPersistedHeaders(store: store))
         _ = try? await api.response(for: TestRequest("/refuse"))
         #expect(store.headers(forOrigin: "https://api.test:443") == ["access-token": "rotated"])
@@ -59,9 +59,9 @@ struct AuthAndMonitoringTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/me", .json(#"{"value":"me"}"#))
-        let store = APIInMemoryCredentialStore()
+        let store = APIAuthentication.InMemoryCredentialStore()
         store.save(["uid": "ada"], forOrigin: "https://api.test:443")
-        let recorded = Locked<[APICacheEvent]>([])
+        let recorded = Locked<[APIResponseCache.Event]>([])
         let cache = APIResponseCache(
             disk: nil, clock: clock, eventHandler: { event in recorded.withLock { $0.append(event) } })
         let api = manager(transport, clock, persisted: APIPersistedHeaders(store: store), cache: cache)
@@ -74,16 +74,16 @@ struct AuthAndMonitoringTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("creds-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("auth.json")
-        let store = APIFileCredentialStore(fileURL: file)
+        let store = APIAuthentication.FileCredentialStore(fileURL: file)
         store.save(["access-token": "t", "uid": "ada"], forOrigin: "https://api.test:443")
         store.save(["access-token": "t2"], forOrigin: "https://api.test:443")
         #expect(store.lastWriteError == nil)
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        let reopened = APIFileCredentialStore(fileURL: file)
+        let reopened = APIAuthentication.FileCredentialStore(fileURL: file)
         #expect(reopened.headers(forOrigin: "https://api.test:443") == ["access-token": "t2", "uid": "ada"])
         reopened.removeHeaders(forOrigin: "https://api.test:443")
-        #expect(APIFileCredentialStore(fileURL: file).headers(forOrigin: "https://api.test:443").isEmpty)
+        #expect(APIAuthentication.FileCredentialStore(fileURL: file).headers(forOrigin: "https://api.test:443").isEmpty)
     }
 
     @Test func theFileStoreRemovesTheTemporaryFilesAKilledWriteLeftAndNoOthers() throws {
@@ -99,7 +99,7 @@ struct AuthAndMonitoringTests {
         for name in [leftover] + others {
             try Data(#"{"o":{"access-token":"t"}}"#.utf8).write(to: directory.appendingPathComponent(name))
         }
-        let store = APIFileCredentialStore(fileURL: file)
+        let store = APIAuthentication.FileCredentialStore(fileURL: file)
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: directory.path))
         #expect(names == Set(others), "only the store's own leftover is removed")
         store.save(["uid": "ada"], forOrigin: "o")
@@ -112,10 +112,10 @@ struct AuthAndMonitoringTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("auth.json")
         try Data("not json".utf8).write(to: file)
-        let store = APIFileCredentialStore(fileURL: file)
+        let store = APIAuthentication.FileCredentialStore(fileURL: file)
         #expect(store.headers(forOrigin: "x").isEmpty)
         // A directory where the file should be: the write fails, the value stays in memory.
-        let blocked = APIFileCredentialStore(fileURL: directory)
+        let blocked = APIAuthentication.FileCredentialStore(fileURL: directory)
         blocked.save(["uid": "ada"], forOrigin: "o")
         #expect(blocked.lastWriteError != nil)
         #expect(blocked.headers(forOrigin: "o") == ["uid": "ada"])

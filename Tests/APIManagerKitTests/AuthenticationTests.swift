@@ -13,7 +13,7 @@ final class AuthHarness: @unchecked Sendable {
     // @unchecked: immutable references to thread-safe objects.
     let authenticator: MockAuthenticator
     let authentication: APIAuthentication
-    let store = APIInMemoryCredentialStore()
+    let store = APIAuthentication.InMemoryCredentialStore()
     let harness: Harness
     /// The access tokens the server accepts.
     let valid = Locked<Set<String>>(["token-1"])
@@ -30,7 +30,7 @@ final class AuthHarness: @unchecked Sendable {
             authenticator: authenticator, store: store, refreshLimit: refreshLimit, clock: clock)
         harness = Harness(clock: clock, authentication: authentication)
         if let token {
-            authentication.signIn(with: APICredential(accessToken: token, refreshToken: "refresh-0"))
+            authentication.signIn(with: APIAuthentication.Credential(accessToken: token, refreshToken: "refresh-0"))
         }
         let valid = self.valid
         let holdsRefusals = self.holdsRefusals
@@ -226,16 +226,18 @@ struct AuthenticationTests {
     @Test func theRenewedCredentialIsStoredAndReadBackByANewAuthentication() {
         let auth = AuthHarness(authenticator: MockAuthenticator())
         auth.send()
-        #expect(auth.authentication.credential == APICredential(accessToken: "token-1", refreshToken: "refresh-1"))
+        #expect(
+            auth.authentication.credential
+                == APIAuthentication.Credential(accessToken: "token-1", refreshToken: "refresh-1"))
         let reopened = APIAuthentication(authenticator: MockAuthenticator(), store: auth.store)
-        #expect(reopened.credential == APICredential(accessToken: "token-1", refreshToken: "refresh-1"))
+        #expect(reopened.credential == APIAuthentication.Credential(accessToken: "token-1", refreshToken: "refresh-1"))
     }
 
     @Test func aSignInDuringARefreshOverrulesIt() {
         let auth = AuthHarness()
         auth.valid.withLock { $0 = ["fresh"] }
         let task = auth.send()
-        auth.authentication.signIn(with: APICredential(accessToken: "fresh"))
+        auth.authentication.signIn(with: APIAuthentication.Credential(accessToken: "fresh"))
         auth.authenticator.release()  // token-1, dropped
         #expect(auth.authentication.credential?.accessToken == "fresh")
         #expect(task.state.name == "finished")
@@ -249,7 +251,7 @@ struct AuthenticationTests {
         #expect(task.state.name == "status(401)")
         #expect(auth.authenticator.refreshCount == 0)
 
-        auth.authentication.signIn(with: APICredential(accessToken: "token-1"))
+        auth.authentication.signIn(with: APIAuthentication.Credential(accessToken: "token-1"))
         auth.send()
         auth.authentication.signOut()
         auth.send()
@@ -263,17 +265,17 @@ struct AuthenticationTests {
         struct CountingAuthenticator: APIAuthenticator {
             let seen: Locked<Int?>
             let engine: Locked<APIEngine?>
-            func refresh(_ credential: APICredential) async throws -> APICredential {
+            func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
                 // Would deadlock if the engine's lock were held.
                 let count = engine.withLock { $0 }?.inFlightCount
                 seen.withLock { $0 = count }
-                return APICredential(accessToken: "token-1")
+                return APIAuthentication.Credential(accessToken: "token-1")
             }
         }
         let clock = TestClock()
         let authentication = APIAuthentication(
             authenticator: CountingAuthenticator(seen: seen, engine: engineBox), clock: clock)
-        authentication.signIn(with: APICredential(accessToken: "expired"))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let harness = Harness(clock: clock, authentication: authentication)
         engineBox.withLock { $0 = harness.manager.engine }
         harness.transport.stub(nil, "/me") { request in
@@ -313,19 +315,19 @@ struct AuthenticationTests {
 
     @Test func aCustomAuthenticatorDecidesHowTheCredentialIsAppliedAndRefused() {
         struct KeyAuthenticator: APIAuthenticator {
-            func apply(_ credential: APICredential, to request: inout URLRequest) {
+            func apply(_ credential: APIAuthentication.Credential, to request: inout URLRequest) {
                 request.setValue(credential.accessToken, forHTTPHeaderField: "X-Session")
             }
             func isRefused(_ response: APIRawResponse, to request: URLRequest) -> Bool {
                 response.statusCode == 419
             }
-            func refresh(_ credential: APICredential) async throws -> APICredential {
-                APICredential(accessToken: credential.accessToken + "+renewed")
+            func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
+                APIAuthentication.Credential(accessToken: credential.accessToken + "+renewed")
             }
         }
         let clock = TestClock()
         let authentication = APIAuthentication(authenticator: KeyAuthenticator(), clock: clock)
-        authentication.signIn(with: APICredential(accessToken: "s1"))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "s1"))
         let harness = Harness(clock: clock, authentication: authentication)
         harness.transport.stub(nil, "/me") { request in
             request.value(forHTTPHeaderField: "X-Session") == "s1+renewed" ? .json("{}") : .status(419)
@@ -344,8 +346,8 @@ struct AuthenticationTests {
     }
 
     @Test func theCredentialStoredFormKeepsEveryValue() {
-        let store = APIInMemoryCredentialStore()
-        let credential = APICredential(accessToken: "a", refreshToken: "r", values: ["user": "42"])
+        let store = APIAuthentication.InMemoryCredentialStore()
+        let credential = APIAuthentication.Credential(accessToken: "a", refreshToken: "r", values: ["user": "42"])
         APIAuthentication(authenticator: MockAuthenticator(), store: store, storageKey: "shop").signIn(with: credential)
         #expect(store.headers(forOrigin: "shop") == ["access_token": "a", "refresh_token": "r", "user": "42"])
         #expect(

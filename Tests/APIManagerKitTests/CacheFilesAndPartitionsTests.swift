@@ -19,7 +19,7 @@ import FoundationNetworking
 struct CacheFilesAndPartitionsTests {
     @Test func replacingAnEntryByOneLargerThanTheBudgetKeepsMemoryWithinIt() {
         let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
-        let key = APICacheKey(method: "GET", url: "https://a.test/big")
+        let key = APIResponseCache.Key(method: "GET", url: "https://a.test/big")
         cache.store(APIRawResponse(statusCode: 200, body: Data(count: 100)), for: key)
         #expect(cache.memoryCount == 1)
         cache.store(APIRawResponse(statusCode: 200, body: Data(count: 16 << 20)), for: key)
@@ -47,7 +47,7 @@ struct CacheFilesAndPartitionsTests {
                 if case .diskUnavailable(let reason) = event { return reason.contains("symbolic link") }
                 return false
             })
-        cache.store(APIRawResponse(statusCode: 200), for: APICacheKey(method: "GET", url: "https://a.test/x"))
+        cache.store(APIRawResponse(statusCode: 200), for: APIResponseCache.Key(method: "GET", url: "https://a.test/x"))
         cache.removeAll()
         var info = stat()
         #expect(stat(target.path, &info) == 0)
@@ -114,7 +114,7 @@ struct CacheFilesAndPartitionsTests {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let clock = TestClock()
-        let key = APICacheKey(method: "GET", url: "https://a.test/forged")
+        let key = APIResponseCache.Key(method: "GET", url: "https://a.test/forged")
         let writer = APIResponseCache(memoryBudget: 0, disk: .init(directory: directory.url), clock: clock)
         writer.store(APIRawResponse(statusCode: 200, body: Data("{}".utf8)), for: key)
         let file = try #require(directory.cacheFiles.first)
@@ -144,7 +144,7 @@ struct CacheFilesAndPartitionsTests {
             handler: { request in
                 .json(#"{"value":"\#(request.value(forHTTPHeaderField: "X-Auth-Token") ?? "nobody")"}"#)
             })
-        func send(_ token: String, _ option: APICacheOption) -> APITask<TestRequest> {
+        func send(_ token: String, _ option: APIResponseCache.Option) -> APITask<TestRequest> {
             h.send("/me", option) {
                 $0.headers = ["X-Auth-Token": token]
                 $0.cachesAuthenticatedResponses = true

@@ -29,10 +29,10 @@ struct TemporaryDirectory {
 final class CacheEventLog: @unchecked Sendable {
     // @unchecked: `events` is only touched under `lock`.
     private let lock = NSLock()
-    private var events: [APICacheEvent] = []
-    var all: [APICacheEvent] { lock.withLock { events } }
-    func record(_ event: APICacheEvent) { lock.withLock { events.append(event) } }
-    var handler: @Sendable (APICacheEvent) -> Void { { [self] in record($0) } }
+    private var events: [APIResponseCache.Event] = []
+    var all: [APIResponseCache.Event] { lock.withLock { events } }
+    func record(_ event: APIResponseCache.Event) { lock.withLock { events.append(event) } }
+    var handler: @Sendable (APIResponseCache.Event) -> Void { { [self] in record($0) } }
 }
 
 /// A manager with a memory and disk cache in a temporary directory, on a virtual clock.
@@ -46,7 +46,7 @@ final class CacheHarness: @unchecked Sendable {
     let manager: TestManager
     let recorder = EventRecorder()
 
-    init(memoryBudget: Int = 1 << 20, diskBudget: Int = 50 << 20, hasher: APICacheHasher = .fnv1a) {
+    init(memoryBudget: Int = 1 << 20, diskBudget: Int = 50 << 20, hasher: APIResponseCache.KeyHasher = .fnv1a) {
         transport = MockTransport(clock: clock)
         cache = APIResponseCache(
             memoryBudget: memoryBudget, disk: .init(directory: directory.url, budget: diskBudget), clock: clock,
@@ -65,7 +65,7 @@ final class CacheHarness: @unchecked Sendable {
     }
 
     @discardableResult
-    func send(_ path: String, _ option: APICacheOption, configure: (inout TestRequest) -> Void = { _ in })
+    func send(_ path: String, _ option: APIResponseCache.Option, configure: (inout TestRequest) -> Void = { _ in })
         -> APITask<TestRequest>
     {
         var request = TestRequest(path)
@@ -74,8 +74,8 @@ final class CacheHarness: @unchecked Sendable {
         return manager.send(request)
     }
 
-    func key(_ path: String, partition: String? = nil) -> APICacheKey {
-        APICacheKey(
+    func key(_ path: String, partition: String? = nil) -> APIResponseCache.Key {
+        APIResponseCache.Key(
             method: "GET", url: testBaseURL.appendingPathComponent(path).absoluteString, partition: partition ?? "")
     }
 
@@ -205,14 +205,14 @@ struct CacheTests {
 
     @Test func keysSeparateQueriesBaseURLsBodiesMethodsAndPartitions() {
         let cache = APIResponseCache(disk: nil)
-        let base = APICacheKey(method: "GET", url: "https://a.test/items?page=1")
+        let base = APIResponseCache.Key(method: "GET", url: "https://a.test/items?page=1")
         cache.store(APIRawResponse(statusCode: 200, body: Data("page 1".utf8)), for: base)
         let others = [
-            APICacheKey(method: "GET", url: "https://a.test/items?page=2"),
-            APICacheKey(method: "GET", url: "https://b.test/items?page=1"),
-            APICacheKey(method: "POST", url: "https://a.test/items?page=1"),
-            APICacheKey(method: "GET", url: "https://a.test/items?page=1", bodyDigest: "ff"),
-            APICacheKey(method: "GET", url: "https://a.test/items?page=1", partition: "alice"),
+            APIResponseCache.Key(method: "GET", url: "https://a.test/items?page=2"),
+            APIResponseCache.Key(method: "GET", url: "https://b.test/items?page=1"),
+            APIResponseCache.Key(method: "POST", url: "https://a.test/items?page=1"),
+            APIResponseCache.Key(method: "GET", url: "https://a.test/items?page=1", bodyDigest: "ff"),
+            APIResponseCache.Key(method: "GET", url: "https://a.test/items?page=1", partition: "alice"),
         ]
         for key in others { #expect(cache.entry(for: key) == nil, "\(key)") }
         #expect(cache.entry(for: base)?.response.body == Data("page 1".utf8))
@@ -224,9 +224,10 @@ struct CacheTests {
         one.httpBody = Data("a".utf8)
         var two = one
         two.httpBody = Data("b".utf8)
-        #expect(APICacheKey(request: one) != APICacheKey(request: two))
+        #expect(APIResponseCache.Key(request: one) != APIResponseCache.Key(request: two))
         #expect(
-            APICacheKey(request: one).bodyDigest == "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
+            APIResponseCache.Key(request: one).bodyDigest
+                == "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
     }
 
     @Test func oneUsersResponseIsNeverServedToAnother() {
@@ -238,15 +239,15 @@ struct CacheTests {
         #expect(h.transport.records.count == 2)
     }
 
-    @Test(arguments: [APICacheEvent.Tier.memory, .disk])
-    func aForcedHashCollisionIsAMissNeverAWrongAnswer(tier: APICacheEvent.Tier) {
+    @Test(arguments: [APIResponseCache.Event.Tier.memory, .disk])
+    func aForcedHashCollisionIsAMissNeverAWrongAnswer(tier: APIResponseCache.Event.Tier) {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let log = CacheEventLog()
-        let everythingCollides = APICacheHasher.custom { _ in "same-slot" }
+        let everythingCollides = APIResponseCache.KeyHasher.custom { _ in "same-slot" }
         let writer = APIResponseCache(disk: .init(directory: directory.url), hasher: everythingCollides)
-        let a = APICacheKey(method: "GET", url: "https://a.test/a")
-        let b = APICacheKey(method: "GET", url: "https://a.test/b")
+        let a = APIResponseCache.Key(method: "GET", url: "https://a.test/a")
+        let b = APIResponseCache.Key(method: "GET", url: "https://a.test/b")
         writer.store(APIRawResponse(statusCode: 200, body: Data("A".utf8)), for: a)
         let reader =
             tier == .memory
@@ -279,7 +280,7 @@ struct CacheTests {
 
     @Test func theMemoryTierKeepsTheMostUsedEntriesWithRecencyBreakingTies() {
         let body = Data(repeating: 0x61, count: 1_000)
-        let keys = (0..<4).map { APICacheKey(method: "GET", url: "https://a.test/\($0)") }
+        let keys = (0..<4).map { APIResponseCache.Key(method: "GET", url: "https://a.test/\($0)") }
         // Room for three entries, not four.
         let log = CacheEventLog()
         let cache = APIResponseCache(memoryBudget: 3_300, disk: nil, eventHandler: log.handler)
@@ -299,7 +300,7 @@ struct CacheTests {
 
     @Test func anEntryLargerThanTheMemoryBudgetIsNotKeptInMemory() {
         let cache = APIResponseCache(memoryBudget: 100, disk: nil)
-        let key = APICacheKey(method: "GET", url: "https://a.test/big")
+        let key = APIResponseCache.Key(method: "GET", url: "https://a.test/big")
         cache.store(APIRawResponse(statusCode: 200, body: Data(count: 1_000)), for: key)
         #expect(cache.memoryCount == 0)
         #expect(cache.entry(for: key) == nil)
@@ -385,7 +386,7 @@ struct CacheTests {
         let cache = APIResponseCache(
             memoryBudget: 0, disk: .init(directory: directory.url, maxAge: 3_600), clock: clock,
             eventHandler: log.handler)
-        let key = APICacheKey(method: "GET", url: "https://a.test/old")
+        let key = APIResponseCache.Key(method: "GET", url: "https://a.test/old")
         cache.store(APIRawResponse(statusCode: 200), for: key)
         clock.advance(by: 3_601)
         #expect(cache.entry(for: key) == nil)
@@ -399,7 +400,7 @@ struct CacheTests {
         let clock = TestClock()
         let cache = APIResponseCache(
             memoryBudget: 0, disk: .init(directory: directory.url, budget: 3_500), clock: clock)
-        let keys = (0..<4).map { APICacheKey(method: "GET", url: "https://a.test/\($0)") }
+        let keys = (0..<4).map { APIResponseCache.Key(method: "GET", url: "https://a.test/\($0)") }
         for key in keys.prefix(3) {
             cache.store(APIRawResponse(statusCode: 200, body: Data(count: 1_000)), for: key)
             clock.advance(by: 1)
@@ -424,7 +425,7 @@ struct CacheTests {
             disk: .init(directory: blocker.appendingPathComponent("cache")), eventHandler: log.handler)
         #expect(!cache.hasDiskTier)
         #expect(log.all.contains { if case .diskUnavailable = $0 { return true } else { return false } })
-        let key = APICacheKey(method: "GET", url: "https://a.test/x")
+        let key = APIResponseCache.Key(method: "GET", url: "https://a.test/x")
         cache.store(APIRawResponse(statusCode: 200), for: key)
         #expect(cache.entry(for: key) != nil)
     }
@@ -479,7 +480,7 @@ struct CacheTests {
         defer { directory.cleanUp() }
         let first = APIResponseCache(memoryBudget: 4_000, disk: .init(directory: directory.url))
         let second = APIResponseCache(memoryBudget: 4_000, disk: .init(directory: directory.url, warmsMemory: false))
-        let keys = (0..<16).map { APICacheKey(method: "GET", url: "https://a.test/\($0)") }
+        let keys = (0..<16).map { APIResponseCache.Key(method: "GET", url: "https://a.test/\($0)") }
         @Sendable func body(_ index: Int, _ version: Int) -> Data {
             Data("\(index):\(version):".utf8) + Data(count: 500)
         }

@@ -178,7 +178,7 @@ struct Feed: APIResponse, Decodable {
 
 struct FeedRequest: APIRequest {
     let url = URL(string: "https://api.example.com/feed")!
-    var cacheOption: APICacheOption = .both
+    var cacheOption: APIResponseCache.Option = .both
     var cachePartition: String? = "user-42"
 }
 

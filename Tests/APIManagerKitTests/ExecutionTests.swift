@@ -154,7 +154,7 @@ struct WriteBehindTests {
         defer { directory.cleanUp() }
         let (manager, transport, cache) = makeManager(directory)
         _ = try await manager.response(for: TestRequest("/feed"))
-        let key = APICacheKey(method: "GET", url: "https://api.test/feed")
+        let key = APIResponseCache.Key(method: "GET", url: "https://api.test/feed")
         #expect(cache.entry(for: key)?.response.body == Data(#"{"value":"fresh"}"#.utf8))
         var cached = TestRequest("/feed")
         cached.cacheOption = .cacheOnly
@@ -167,7 +167,7 @@ struct WriteBehindTests {
         defer { directory.cleanUp() }
         let (manager, _, cache) = makeManager(directory)
         _ = try await manager.response(for: TestRequest("/feed"))
-        let key = APICacheKey(method: "GET", url: "https://api.test/feed")
+        let key = APIResponseCache.Key(method: "GET", url: "https://api.test/feed")
         cache.remove(for: key)
         #expect(cache.entry(for: key) == nil)
         #expect(directory.cacheFiles.isEmpty, "the queued write ran before the removal, not after")
@@ -179,10 +179,10 @@ struct WriteBehindTests {
         let (manager, _, cache) = makeManager(directory)
         _ = try await manager.response(for: TestRequest("/feed"))
         // Removing another key waits for the queued writes: the file of /feed is there by then.
-        cache.remove(for: APICacheKey(method: "GET", url: "https://api.test/other"))
+        cache.remove(for: APIResponseCache.Key(method: "GET", url: "https://api.test/other"))
         #expect(directory.cacheFiles.count == 1)
         let reader = APIResponseCache(memoryBudget: 0, disk: .init(directory: directory.url, warmsMemory: false))
-        #expect(reader.entry(for: APICacheKey(method: "GET", url: "https://api.test/feed")) != nil)
+        #expect(reader.entry(for: APIResponseCache.Key(method: "GET", url: "https://api.test/feed")) != nil)
     }
 }
 

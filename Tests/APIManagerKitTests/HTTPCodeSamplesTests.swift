@@ -153,7 +153,7 @@ struct HTTPCodeSamplesTests {
     }
 
     @Test func thePersistedHeadersSampleUsesAFileStore() throws {
-        let credentials = APIFileCredentialStore(
+        let credentials = APIAuthentication.FileCredentialStore(
             fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-credentials.json"))
         let engine = APIEngine(
             persistedHeaders: APIPersistedHeaders(names: ["access-token", "client", "uid"], store: credentials))

@@ -431,7 +431,7 @@ struct MultipartTests {
             request.value(forHTTPHeaderField: "Authorization") == "Bearer expired" ? .status(401) : .status(200)
         }
         let session = APIAuthentication(authenticator: MockAuthenticator())
-        session.signIn(with: APICredential(accessToken: "expired", refreshToken: "r"))
+        session.signIn(with: APIAuthentication.Credential(accessToken: "expired", refreshToken: "r"))
         let manager = UploadManager(
             engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline, authentication: session))
         let before = spooledFiles()

@@ -165,7 +165,7 @@ struct PaginationTests {
         }
         let authenticator = MockAuthenticator()
         let session = APIAuthentication(authenticator: authenticator, clock: clock)
-        session.signIn(with: APICredential(accessToken: "t0k"))
+        session.signIn(with: APIAuthentication.Credential(accessToken: "t0k"))
         var defaults = APIDefaultHeaders.none
         defaults["X-API-Key"] = "k3y"
         let api = PagesAPI(

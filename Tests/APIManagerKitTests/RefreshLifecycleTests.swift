@@ -20,7 +20,7 @@ struct RefreshLifecycleTests {
         #expect(auth.authentication.isRefreshing)
         #expect(waiting.allSatisfy { $0.state.name == "running" })
 
-        auth.authentication.signIn(with: APICredential(accessToken: "fresh"))
+        auth.authentication.signIn(with: APIAuthentication.Credential(accessToken: "fresh"))
         #expect(!auth.authentication.isRefreshing)
         #expect(([first] + waiting).allSatisfy { $0.state.name == "finished" })
         let later = auth.send()
@@ -67,7 +67,7 @@ struct RefreshLifecycleTests {
         let clock = TestClock()
         let authentication = APIAuthentication(
             authenticator: authenticator, refreshTimeout: 5, clock: clock)
-        authentication.signIn(with: APICredential(accessToken: "expired"))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let harness = Harness(clock: clock, authentication: authentication)
         harness.transport.stub(nil, "/me", .json(#"{"error":"invalid_token"}"#, status: 401))
         let task = harness.send(TestRequest("/me"))
@@ -84,7 +84,7 @@ struct RefreshLifecycleTests {
         do {
             let authentication = APIAuthentication(authenticator: authenticator, clock: clock)
             released = authentication
-            authentication.signIn(with: APICredential(accessToken: "expired"))
+            authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
             let transport = MockTransport(clock: clock)
             transport.stub(nil, "/me", .json("{}", status: 401))
             let manager = TestManager(
@@ -107,7 +107,7 @@ struct RefreshLifecycleTests {
         let authenticator = MockAuthenticator(holdsRefreshes: true)
         let clock = TestClock()
         let authentication = APIAuthentication(authenticator: authenticator, store: store, clock: clock)
-        authentication.signIn(with: APICredential(accessToken: "expired"))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let harness = Harness(clock: clock, authentication: authentication)
         harness.transport.stub(nil, "/me", .json("{}", status: 401), .json(#"{"value":"ok"}"#))
         harness.send(TestRequest("/me"))
@@ -120,7 +120,7 @@ struct RefreshLifecycleTests {
             refreshEnded.signal()
         }
         await store.writeStarted.wait()
-        authentication.signIn(with: APICredential(accessToken: "other-account"))  // does not wait
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "other-account"))  // does not wait
         #expect(authentication.credential?.accessToken == "other-account")
         store.unblock()
         await withCheckedContinuation { continuation in
@@ -170,7 +170,7 @@ struct RefreshLifecycleTests {
         let authenticator = MockAuthenticator()
         let clock = TestClock()
         let authentication = APIAuthentication(authenticator: authenticator, clock: clock)
-        authentication.signIn(with: APICredential(accessToken: "expired"))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let harness = Harness(clock: clock, interceptors: [inspector], authentication: authentication)
         harness.transport.stub(nil, "/me") { request in
             request.value(forHTTPHeaderField: "Authorization") == "Bearer token-1"
@@ -189,7 +189,7 @@ struct RefreshLifecycleTests {
         let authenticator = MockAuthenticator()
         let clock = TestClock()
         let authentication = APIAuthentication(authenticator: authenticator, clock: clock)
-        authentication.signIn(with: APICredential(accessToken: "expired"))
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let harness = Harness(clock: clock, interceptors: [inspector], authentication: authentication)
         harness.transport.stub(nil, "/me", .json("{}", status: 401), .json(#"{"value":"ok"}"#))
         let task = harness.send(TestRequest("/me"))
@@ -234,7 +234,7 @@ final class CancellationAwareAuthenticator: APIAuthenticator {
     let started = Signal()
     let cancelled = Signal()
 
-    func refresh(_ credential: APICredential) async throws -> APICredential {
+    func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
         started.fire()
         let cancelled = self.cancelled
         let parked = Locked<CheckedContinuation<Void, Never>?>(nil)
@@ -252,8 +252,8 @@ final class CancellationAwareAuthenticator: APIAuthenticator {
 }
 
 /// A store whose next write can be held until the test unblocks it, and which records its calls.
-final class SlowStore: APICredentialStore {
-    private let stored = APIInMemoryCredentialStore()
+final class SlowStore: APIAuthentication.CredentialStore {
+    private let stored = APIAuthentication.InMemoryCredentialStore()
     let calls = Locked<[String]>([])
     let writeStarted = Signal()
     private let gate = DispatchSemaphore(value: 0)

@@ -20,8 +20,8 @@ private final class Told: @unchecked Sendable {
     }
 }
 
-private let old = APICredential(accessToken: "old", refreshToken: "r")
-private let new = APICredential(accessToken: "new", refreshToken: "r2")
+private let old = APIAuthentication.Credential(accessToken: "old", refreshToken: "r")
+private let new = APIAuthentication.Credential(accessToken: "new", refreshToken: "r2")
 private let limit = APIAuthentication.RefreshLimit(maxRefreshes: 2, window: 60)
 
 private func describe(_ actions: [RefreshMachine.Action]) -> [String] { actions.map(\.description) }

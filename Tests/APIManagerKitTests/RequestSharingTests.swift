@@ -120,7 +120,7 @@ struct RequestSharingTests {
         let transport = MockTransport()
         transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
         let session = APIAuthentication(authenticator: MockAuthenticator())
-        session.signIn(with: APICredential(accessToken: "t0ken"))
+        session.signIn(with: APIAuthentication.Credential(accessToken: "t0ken"))
         let manager = ProfileManager(
             engine: APIEngine(
                 transport: transport, delivery: .immediate, execution: .inline, cache: APIResponseCache(disk: nil),

@@ -188,7 +188,7 @@ struct SecretsTests {
         let url = URL(string: "https://u:pw@api.test/items?access_token=t0k&page=3")!
         let loop = APIPaginationError.loop(url).description
         #expect(loop.contains("access_token=***&page=3") && !loop.contains("t0k") && !loop.contains("pw"))
-        let key = APICacheKey(method: "GET", url: url.absoluteString).description
+        let key = APIResponseCache.Key(method: "GET", url: url.absoluteString).description
         #expect(key.contains("access_token=***") && !key.contains("t0k"))
     }
 

@@ -42,7 +42,7 @@ struct OAuthRefresher: APIAuthenticator {
 
     struct Refused: Error { let status: Int }
 
-    func refresh(_ credential: APICredential) async throws -> APICredential {
+    func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
         guard let refreshToken = credential.refreshToken else { throw Refused(status: 0) }
         var request = URLRequest(url: tokenURL)
         request.httpMethod = "POST"
@@ -63,7 +63,8 @@ struct OAuthRefresher: APIAuthenticator {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let tokens = try decoder.decode(Tokens.self, from: data)
         // Some servers rotate the refresh token, others keep it.
-        return APICredential(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken)
+        return APIAuthentication.Credential(
+            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken)
     }
     // apply (Authorization: Bearer), isRefused (a 401) and request(_:wasSentWith:) keep their defaults.
 }
@@ -126,10 +127,10 @@ struct SessionCodeSamplesTests {
         let session = APIAuthentication(
             authenticator: OAuthRefresher(
                 tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "shop-ios"),
-            store: APIFileCredentialStore(
+            store: APIAuthentication.FileCredentialStore(
                 fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-session.json")))
         // After the login screen (the tokens survive a restart: the store is read at start):
-        session.signIn(with: APICredential(accessToken: "eyJ…access", refreshToken: "eyJ…refresh"))
+        session.signIn(with: APIAuthentication.Credential(accessToken: "eyJ…access", refreshToken: "eyJ…refresh"))
         // Every manager whose engine shares the session shares its refreshes:
         let cart = CartAPI(engine: APIEngine(authentication: session))
         let orders = OrdersAPI(engine: APIEngine(authentication: session))
@@ -149,7 +150,7 @@ struct SessionCodeSamplesTests {
         }
         let refresher = MockAuthenticator(holdsRefreshes: true)
         let session = APIAuthentication(authenticator: refresher, clock: clock)
-        session.signIn(with: APICredential(accessToken: "expired"))
+        session.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let api = ProfileAPI(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .immediate, execution: .inline, authentication: session))

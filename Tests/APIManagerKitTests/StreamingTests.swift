@@ -18,7 +18,7 @@ struct StreamingTests {
         var retryPolicy: APIRetryPolicy?
         var concurrencyScope: String?
         var concurrencyPolicy: APIConcurrencyPolicy = .default
-        var cacheOption: APICacheOption = .networkOnly
+        var cacheOption: APIResponseCache.Option = .networkOnly
     }
 
     final class Feed: APIManager {

@@ -24,7 +24,7 @@ struct TestRequest: APIRequest {
     var retryPolicy: APIRetryPolicy?
     var deadline: TimeInterval?
     var headers: [String: String] = [:]
-    var cacheOption: APICacheOption = .networkOnly
+    var cacheOption: APIResponseCache.Option = .networkOnly
     var shouldSaveInCache = true
     var cachePartition: String?
     var cachesAuthenticatedResponses = false

@@ -18,7 +18,7 @@ struct TransferPipelineTests {
         var path = "/file"
         var download: APIDownload?
         var deadline: TimeInterval?
-        var cacheOption: APICacheOption = .networkOnly
+        var cacheOption: APIResponseCache.Option = .networkOnly
         var concurrencyScope: String?
     }
 
@@ -129,8 +129,8 @@ struct TransferPipelineTests {
         #expect(cache.memoryCount == 0, "and none was stored")
     }
 
-    @Test(arguments: [APICacheOption.fresh(maxAge: 600), .cacheOnly])
-    func aDownloadThatAsksIsStoredThenWrittenFromTheCache(option: APICacheOption) throws {
+    @Test(arguments: [APIResponseCache.Option.fresh(maxAge: 600), .cacheOnly])
+    func aDownloadThatAsksIsStoredThenWrittenFromTheCache(option: APIResponseCache.Option) throws {
         let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
         let (clock, mock, transfers, _) = make(Self.cachable, cache: cache)
         let download = APIDownload(to: directory.url.appendingPathComponent("cached.bin"))
@@ -220,7 +220,7 @@ struct TransferPipelineTests {
     /// A picky manager, and a download request of its own (path and file named after `name` and the
     /// scope), asking the cache with `cacheOption`.
     private func pickyDownload(
-        _ name: String, scope: String?, cacheOption: APICacheOption
+        _ name: String, scope: String?, cacheOption: APIResponseCache.Option
     ) -> (TestClock, MockTransport, PickyTransfers, TransferRequest) {
         let label = "\(name)-\(scope ?? "none")"
         let (clock, mock, transfers) = makePicky(

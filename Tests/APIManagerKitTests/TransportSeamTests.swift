@@ -25,7 +25,7 @@ struct TransportSeamTests {
         var concurrencyScope: String?
         var authorization: APIAuthorization?
         var retryPolicy: APIRetryPolicy?
-        var cacheOption: APICacheOption = .networkOnly
+        var cacheOption: APIResponseCache.Option = .networkOnly
     }
 
     final class SeamManager: APIManager {

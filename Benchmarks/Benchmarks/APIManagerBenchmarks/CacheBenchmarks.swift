@@ -13,8 +13,8 @@ func temporaryCacheDirectory() -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("APIManagerKitBench-\(UUID().uuidString)")
 }
 
-func cacheKey(_ index: Int) -> APICacheKey {
-    APICacheKey(method: "GET", url: "https://api.example.com/items/\(index)?page=1")
+func cacheKey(_ index: Int) -> APIResponseCache.Key {
+    APIResponseCache.Key(method: "GET", url: "https://api.example.com/items/\(index)?page=1")
 }
 
 func response(bytes: Int) -> APIRawResponse {
@@ -26,7 +26,7 @@ struct EchoResponse: APIResponse, Decodable { var value: String? }
 
 struct CachedRequest: APIRequest {
     let url: URL
-    var cacheOption: APICacheOption
+    var cacheOption: APIResponseCache.Option
 }
 
 final class CachedAPI: APIManager {

@@ -64,7 +64,7 @@ struct PassThroughBoth: APIRequestAdapter, APIResponseInspector {
 
 /// Never refreshes in this benchmark: every request is accepted.
 struct StaticTokens: APIAuthenticator {
-    func refresh(_ credential: APICredential) async throws -> APICredential { credential }
+    func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential { credential }
 }
 
 /// Holds every request until `completeNext()` answers the oldest (one thread only).
@@ -336,7 +336,7 @@ default:
 }
 
 let authentication = APIAuthentication(authenticator: StaticTokens())
-authentication.signIn(with: APICredential(accessToken: "t0ken"))
+authentication.signIn(with: APIAuthentication.Credential(accessToken: "t0ken"))
 let engine = APIEngine(
     transport: InstantTransport(), delivery: .immediate, execution: .inline,
     interceptors: variant == "interceptor" ? [PassThrough()] : variant == "both" ? [PassThroughBoth()] : [],

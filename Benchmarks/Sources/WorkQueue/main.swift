@@ -30,7 +30,7 @@ struct Upload: APIRequest {
     let url = URL(fileURLWithPath: "/upload")
     var method: HTTPMethod { .post }
     var parameters: APIParameters { .json(bigValue) }
-    var cacheOption: APICacheOption { .both }
+    var cacheOption: APIResponseCache.Option { .both }
 }
 
 struct Heavy: APIRequest {

@@ -10,7 +10,7 @@ private let file = FileManager.default.temporaryDirectory
 public func fuzzCredentialStore(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let data = Data(UnsafeRawBufferPointer(start: start, count: count))
     guard (try? data.write(to: file)) != nil else { return 0 }
-    let store = APIFileCredentialStore(fileURL: file)
+    let store = APIAuthentication.FileCredentialStore(fileURL: file)
     let origin = "https://api.test"
     _ = store.headers(forOrigin: origin)
     store.save(["access-token": "t"], forOrigin: origin)

@@ -10,7 +10,7 @@ import FoundationNetworking
 /// ```swift
 /// let session = APIAuthentication(authenticator: TokenRefresher(), store: keychainStore)
 /// let engine = APIEngine(authentication: session)   // one per manager; several may share it
-/// session.signIn(with: APICredential(accessToken: access, refreshToken: refresh))
+/// session.signIn(with: APIAuthentication.Credential(accessToken: access, refreshToken: refresh))
 /// ```
 ///
 /// Guarantees, for every engine sharing it:
@@ -35,7 +35,7 @@ import FoundationNetworking
 ///   once with ``RefreshError/tooManyRefreshes(limit:window:)`` instead of starting another.
 /// - The store ends with the credential the session uses: writes are made in the order of the
 ///   changes (a change made while another thread writes is written right after it, by that
-///   thread), each as one ``APICredentialStore/replaceHeaders(_:forOrigin:)``.
+///   thread), each as one ``APIAuthentication/CredentialStore/replaceHeaders(_:forOrigin:)``.
 /// - The refresh runs in a Swift task of its own, never while a lock is held, and holds the
 ///   session weakly: releasing the session cancels it. Delegate events stay exactly once per task.
 ///
@@ -81,7 +81,7 @@ public final class APIAuthentication: Sendable {
     public let authenticator: any APIAuthenticator
     /// Where the credential is kept (under ``storageKey`` in place of an origin), read once at start
     /// and written on every change.
-    public let store: any APICredentialStore
+    public let store: any APIAuthentication.CredentialStore
     /// The key the credential is stored under. `"APIManagerKit.credential"` unless given.
     public let storageKey: String
     /// How often refreshes may start.
@@ -98,15 +98,15 @@ public final class APIAuthentication: Sendable {
 
     /// - Parameters:
     ///   - authenticator: how the credential is applied, refused and renewed.
-    ///   - store: a new ``APIInMemoryCredentialStore`` unless given; ``APIFileCredentialStore``
-    ///     keeps it across launches, or implement ``APICredentialStore`` for the keychain.
+    ///   - store: a new ``APIAuthentication/InMemoryCredentialStore`` unless given; ``APIAuthentication/FileCredentialStore``
+    ///     keeps it across launches, or implement ``APIAuthentication/CredentialStore`` for the keychain.
     ///   - storageKey: the key in `store`.
     ///   - refreshLimit: three refreshes a minute unless given.
     ///   - refreshTimeout: 30 seconds unless given; a refresh still running then is cancelled.
     ///   - clock: a ``DispatchClock`` unless given.
     public init(
         authenticator: any APIAuthenticator,
-        store: any APICredentialStore = APIInMemoryCredentialStore(),
+        store: any APIAuthentication.CredentialStore = APIAuthentication.InMemoryCredentialStore(),
         storageKey: String = "APIManagerKit.credential",
         refreshLimit: RefreshLimit = .default,
         refreshTimeout: TimeInterval = 30,
@@ -119,7 +119,7 @@ public final class APIAuthentication: Sendable {
         self.refreshTimeout = refreshTimeout.isNaN ? 30 : max(0, refreshTimeout)
         self.clock = clock
         self.state = LockedState(
-            RefreshMachine(credential: APICredential(storedForm: store.headers(forOrigin: storageKey))))
+            RefreshMachine(credential: APIAuthentication.Credential(storedForm: store.headers(forOrigin: storageKey))))
     }
 
     deinit {
@@ -129,7 +129,7 @@ public final class APIAuthentication: Sendable {
     }
 
     /// The credential requests carry now; `nil` when signed out.
-    public var credential: APICredential? { state.withLock { $0.credential } }
+    public var credential: APIAuthentication.Credential? { state.withLock { $0.credential } }
 
     /// Whether a refresh is running.
     public var isRefreshing: Bool { state.withLock { $0.isRefreshing } }
@@ -140,7 +140,7 @@ public final class APIAuthentication: Sendable {
     /// Replaces the credential (after a sign-in) and stores it. A refresh running meanwhile is
     /// overruled at once: it is cancelled, what it returns is dropped, and the requests waiting for
     /// it go on with this credential.
-    public func signIn(with credential: APICredential) {
+    public func signIn(with credential: APIAuthentication.Credential) {
         replace(with: credential)
     }
 
@@ -150,7 +150,7 @@ public final class APIAuthentication: Sendable {
         replace(with: nil)
     }
 
-    private func replace(with credential: APICredential?) {
+    private func replace(with credential: APIAuthentication.Credential?) {
         var actions: [RefreshMachine.Action] = []
         state.withLock { $0.replace(with: credential, into: &actions) }
         perform(actions)
@@ -188,7 +188,7 @@ public final class APIAuthentication: Sendable {
 
     /// The credential to send, and its generation (to check later that it is still current).
     struct Grant: Sendable {
-        let credential: APICredential?
+        let credential: APIAuthentication.Credential?
         let generation: UInt64
     }
 
@@ -249,7 +249,7 @@ public final class APIAuthentication: Sendable {
     }
 
     /// Starts the refresh's timer and its Swift task, and gives both to the machine to keep.
-    private func run(refreshOf credential: APICredential, identifier: UInt64, work: AsyncWork) {
+    private func run(refreshOf credential: APIAuthentication.Credential, identifier: UInt64, work: AsyncWork) {
         let timeout = refreshTimeout
         let timer = clock.schedule(after: timeout) { [weak self] in
             self?.finishRefresh(.failure(RefreshError.timedOut(after: timeout)), identifier: identifier)
@@ -262,7 +262,7 @@ public final class APIAuthentication: Sendable {
         }
         let authenticator = self.authenticator
         let task = work.start { [weak self] in
-            let outcome: Result<APICredential, any Error>
+            let outcome: Result<APIAuthentication.Credential, any Error>
             do {
                 outcome = .success(try await authenticator.refresh(credential))
             } catch {
@@ -276,7 +276,7 @@ public final class APIAuthentication: Sendable {
 
     /// Ends the refresh `identifier` (unless a sign-in, a sign-out or its timer ended it first):
     /// stores what it returned and tells every waiting request.
-    private func finishRefresh(_ outcome: Result<APICredential, any Error>, identifier: UInt64) {
+    private func finishRefresh(_ outcome: Result<APIAuthentication.Credential, any Error>, identifier: UInt64) {
         var actions: [RefreshMachine.Action] = []
         state.withLock { $0.refreshEnded(identifier, outcome: outcome, into: &actions) }
         perform(actions)

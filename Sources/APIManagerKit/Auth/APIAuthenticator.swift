@@ -13,7 +13,7 @@ import FoundationNetworking
 public protocol APIAuthenticator: Sendable {
     /// Puts the credential on a request. Defaults to `Authorization: Bearer <accessToken>`.
     /// Called before every attempt, never while a lock is held.
-    func apply(_ credential: APICredential, to request: inout URLRequest)
+    func apply(_ credential: APIAuthentication.Credential, to request: inout URLRequest)
 
     /// Whether the response says the credential the request carried was refused. Defaults to a
     /// `401` status.
@@ -26,15 +26,15 @@ public protocol APIAuthenticator: Sendable {
     /// refused together, in a Swift task of its own, never while a lock is held. It may send
     /// requests itself, through another manager or a plain `URLSession` (not through a manager
     /// whose engine uses this authentication: those requests would wait for this refresh).
-    func refresh(_ credential: APICredential) async throws -> APICredential
+    func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential
 
     /// Whether `request` was sent with `credential`. Defaults to comparing every header
     /// ``apply(_:to:)`` sets with the request's own.
-    func request(_ request: URLRequest, wasSentWith credential: APICredential) -> Bool
+    func request(_ request: URLRequest, wasSentWith credential: APIAuthentication.Credential) -> Bool
 }
 
 extension APIAuthenticator {
-    public func apply(_ credential: APICredential, to request: inout URLRequest) {
+    public func apply(_ credential: APIAuthentication.Credential, to request: inout URLRequest) {
         // One change of the header table: on Linux `setValue` costs about twice as much, and
         // `caseInsensitiveCompare` goes through CFString with a locale.
         var fields = request.allHTTPHeaderFields ?? [:]
@@ -49,7 +49,7 @@ extension APIAuthenticator {
         response.statusCode == 401
     }
 
-    public func request(_ request: URLRequest, wasSentWith credential: APICredential) -> Bool {
+    public func request(_ request: URLRequest, wasSentWith credential: APIAuthentication.Credential) -> Bool {
         var blank = URLRequest(url: request.url ?? URL(fileURLWithPath: "/"))
         blank.allHTTPHeaderFields = [:]
         apply(credential, to: &blank)

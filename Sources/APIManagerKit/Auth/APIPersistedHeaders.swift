@@ -15,13 +15,13 @@ import FoundationNetworking
 public struct APIPersistedHeaders: Sendable {
     /// The header names captured and sent. `["access-token", "client", "uid"]` unless given.
     public var names: [String]
-    /// Where the captured values live. A new ``APIInMemoryCredentialStore`` unless given.
-    public var store: any APICredentialStore
+    /// Where the captured values live. A new ``APIAuthentication/InMemoryCredentialStore`` unless given.
+    public var store: any APIAuthentication.CredentialStore
 
     /// Headers to capture and send back, kept in `store`.
     public init(
         names: [String] = ["access-token", "client", "uid"],
-        store: any APICredentialStore = APIInMemoryCredentialStore()
+        store: any APIAuthentication.CredentialStore = APIAuthentication.InMemoryCredentialStore()
     ) {
         self.names = names
         self.store = store

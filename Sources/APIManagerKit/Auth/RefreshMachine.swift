@@ -12,18 +12,18 @@ struct RefreshMachine {
     enum Phase {
         /// No credential: requests go as they are, and a refusal is an ordinary response.
         case signedOut
-        case ready(APICredential)
+        case ready(APIAuthentication.Credential)
         /// A refresh of the credential runs; requests about to be sent wait for it.
         case refreshing(Refresh)
         /// The last refresh failed. Requests sent with the credential it was renewing (generation
         /// `renewing`) fail with `failure` when their refusal arrives; later ones may try again.
-        case failed(APICredential, failure: APIError, renewing: UInt64)
+        case failed(APIAuthentication.Credential, failure: APIError, renewing: UInt64)
     }
 
     /// The refresh that runs: its handles, to cancel when it is overruled or ends, and its waiters.
     struct Refresh {
         let identifier: UInt64
-        let credential: APICredential
+        let credential: APIAuthentication.Credential
         /// The generation of the credential it renews.
         let renewing: UInt64
         var work: (any APICancellable)?
@@ -42,7 +42,7 @@ struct RefreshMachine {
         case resume([Waiter], Result<Grant, APIError>)
         /// Run the authenticator's refresh of the credential, with its timer; report the handles
         /// with ``refreshStarted(_:work:timer:into:)``.
-        case runRefresh(APICredential, identifier: UInt64)
+        case runRefresh(APIAuthentication.Credential, identifier: UInt64)
 
         var description: String {
             switch self {
@@ -69,7 +69,7 @@ struct RefreshMachine {
         case ordinary
         /// Ask the authenticator whether the request carried this credential (outside the lock),
         /// then report with ``confirmedRefusal(of:seen:now:limit:resume:into:)``.
-        case askAuthenticator(APICredential, generation: UInt64)
+        case askAuthenticator(APIAuthentication.Credential, generation: UInt64)
     }
 
     private(set) var phase: Phase
@@ -82,18 +82,18 @@ struct RefreshMachine {
     private var nextIdentifier: UInt64 = 0
     private var nextWaiter: UInt64 = 0
     /// The newest change not yet written to the store (`.some(nil)`: signed out).
-    private var pendingWrite: APICredential??
+    private var pendingWrite: APIAuthentication.Credential??
     /// Whether a thread is writing to the store now.
     private var writing = false
 
-    init(credential: APICredential?) {
+    init(credential: APIAuthentication.Credential?) {
         phase = credential.map(Phase.ready) ?? .signedOut
     }
 
     // MARK: Reading
 
     /// The credential requests carry now.
-    var credential: APICredential? {
+    var credential: APIAuthentication.Credential? {
         switch phase {
         case .signedOut: return nil
         case .ready(let credential), .failed(let credential, _, _): return credential
@@ -117,7 +117,7 @@ struct RefreshMachine {
 
     /// A sign-in (`credential`) or a sign-out (`nil`): it replaces the credential and overrules a
     /// running refresh, whose waiters go on with the new credential.
-    mutating func replace(with credential: APICredential?, into actions: inout [Action]) {
+    mutating func replace(with credential: APIAuthentication.Credential?, into actions: inout [Action]) {
         let overruled = takeRefresh()
         phase = credential.map(Phase.ready) ?? .signedOut
         generation &+= 1
@@ -153,7 +153,8 @@ struct RefreshMachine {
     /// The authenticator confirmed that the refused request carried `credential`, which was current
     /// at generation `seen`: join the refresh that runs, or start one within `limit`.
     mutating func confirmedRefusal(
-        of credential: APICredential, seen: UInt64, now: TimeInterval, limit: APIAuthentication.RefreshLimit,
+        of credential: APIAuthentication.Credential, seen: UInt64, now: TimeInterval,
+        limit: APIAuthentication.RefreshLimit,
         resume: @escaping Waiter, into actions: inout [Action]
     ) -> Access {
         if case .refreshing = phase { return .waiting(key: addWaiter(resume)) }
@@ -188,7 +189,7 @@ struct RefreshMachine {
     /// The refresh `identifier` returned, failed or timed out (unless a sign-in, a sign-out or its
     /// timer ended it first): its outcome is kept and told to every waiter.
     mutating func refreshEnded(
-        _ identifier: UInt64, outcome: Result<APICredential, any Error>, into actions: inout [Action]
+        _ identifier: UInt64, outcome: Result<APIAuthentication.Credential, any Error>, into actions: inout [Action]
     ) {
         guard case .refreshing(let refresh) = phase, refresh.identifier == identifier else { return }
         generation &+= 1
@@ -226,7 +227,7 @@ struct RefreshMachine {
 
     /// The newest change to write, unless another thread writes (it writes this one after its own):
     /// so writes follow the order of the changes and the last one wins. `nil`: nothing to write now.
-    mutating func takeWrite() -> APICredential?? {
+    mutating func takeWrite() -> APIAuthentication.Credential?? {
         guard !writing, let change = pendingWrite else { return nil }
         pendingWrite = nil
         writing = true

@@ -66,7 +66,7 @@ public final class APIResponseCache: @unchecked Sendable {
 
     /// The clock that dates entries and judges their age.
     public let clock: any APIClock
-    let hasher: APICacheHasher
+    let hasher: APIResponseCache.KeyHasher
     private let state: LockedState<State>
 
     /// Everything that changes, behind one lock; no file is read or written, and no handler
@@ -74,10 +74,10 @@ public final class APIResponseCache: @unchecked Sendable {
     private struct State {
         var memory: MemoryCacheTier
         var disk: DiskCacheTier?
-        var handler: (@Sendable (APICacheEvent) -> Void)?
+        var handler: (@Sendable (APIResponseCache.Event) -> Void)?
         /// Entries whose file a write-behind store has scheduled and not yet written, by slot: a
         /// read finds them here, so it never misses a store it came after.
-        var pendingWrites: [String: (entry: APICacheEntry, write: UInt64)] = [:]
+        var pendingWrites: [String: (entry: APIResponseCache.Entry, write: UInt64)] = [:]
         var lastWrite: UInt64 = 0
     }
     /// Where write-behind stores write their files, one at a time and in order.
@@ -87,11 +87,11 @@ public final class APIResponseCache: @unchecked Sendable {
     ///   - memoryBudget: bytes the memory tier may hold. 1 MiB unless given.
     ///   - disk: the disk tier's settings, or `nil` for memory only. The defaults unless given.
     ///   - clock: dates entries. A ``DispatchClock`` unless given.
-    ///   - hasher: names slots. ``APICacheHasher/fnv1a`` unless given.
-    ///   - eventHandler: receives ``APICacheEvent``s, including any from the warm start.
+    ///   - hasher: names slots. ``APIResponseCache/KeyHasher/fnv1a`` unless given.
+    ///   - eventHandler: receives ``APIResponseCache/Event``s, including any from the warm start.
     public init(
         memoryBudget: Int = 1 << 20, disk: DiskOptions? = DiskOptions(), clock: any APIClock = DispatchClock(),
-        hasher: APICacheHasher = .fnv1a, eventHandler: (@Sendable (APICacheEvent) -> Void)? = nil
+        hasher: APIResponseCache.KeyHasher = .fnv1a, eventHandler: (@Sendable (APIResponseCache.Event) -> Void)? = nil
     ) {
         self.clock = clock
         self.hasher = hasher
@@ -106,8 +106,8 @@ public final class APIResponseCache: @unchecked Sendable {
     /// Opens the disk tier: removes leftovers and expired files, indexes the rest and, if asked,
     /// warms the memory tier from the newest. `nil` when the directory cannot be used.
     private static func openDisk(
-        _ disk: DiskOptions, clock: any APIClock, hasher: APICacheHasher, memory: inout MemoryCacheTier,
-        events: (@Sendable (APICacheEvent) -> Void)?
+        _ disk: DiskOptions, clock: any APIClock, hasher: APIResponseCache.KeyHasher, memory: inout MemoryCacheTier,
+        events: (@Sendable (APIResponseCache.Event) -> Void)?
     ) -> DiskCacheTier? {
         let directory = disk.directory ?? DiskOptions.defaultDirectory
         do {
@@ -141,7 +141,7 @@ public final class APIResponseCache: @unchecked Sendable {
 
     /// Loads files, newest first, into memory until its budget is reached.
     private static func warmMemory(
-        _ memory: inout MemoryCacheTier, from slots: [String], tier: DiskCacheTier, hasher: APICacheHasher
+        _ memory: inout MemoryCacheTier, from slots: [String], tier: DiskCacheTier, hasher: APIResponseCache.KeyHasher
     ) {
         var loaded = 0
         for slot in slots {
@@ -156,8 +156,8 @@ public final class APIResponseCache: @unchecked Sendable {
         }
     }
 
-    /// Receives every ``APICacheEvent``, on the thread that caused it, without any lock held.
-    public var eventHandler: (@Sendable (APICacheEvent) -> Void)? {
+    /// Receives every ``APIResponseCache/Event``, on the thread that caused it, without any lock held.
+    public var eventHandler: (@Sendable (APIResponseCache.Event) -> Void)? {
         get { state.withLock { $0.handler } }
         set { state.withLock { $0.handler = newValue } }
     }
@@ -177,11 +177,11 @@ public final class APIResponseCache: @unchecked Sendable {
 
     /// The entry stored for `key`, from memory or disk, whatever its age (the disk tier's expiry
     /// aside). A damaged file or a different key in the slot is a miss.
-    public func entry(for key: APICacheKey) -> APICacheEntry? {
+    public func entry(for key: APIResponseCache.Key) -> APIResponseCache.Entry? {
         let slot = hasher.slot(for: key)
-        var events: [APICacheEvent] = []
+        var events: [APIResponseCache.Event] = []
         defer { emit(events) }
-        let (found, diskURL): (APICacheEntry?, URL?) = state.withLock {
+        let (found, diskURL): (APIResponseCache.Entry?, URL?) = state.withLock {
             ($0.memory.entry(inSlot: slot) ?? $0.pendingWrites[slot]?.entry, $0.disk?.fileURL(forSlot: slot))
         }
         if let found {
@@ -196,7 +196,7 @@ public final class APIResponseCache: @unchecked Sendable {
             events.append(.miss(key))
             return nil
         }
-        let stored: APICacheEntry?
+        let stored: APIResponseCache.Entry?
         do {
             stored = try DiskCacheTier.read(diskURL)
         } catch {
@@ -234,21 +234,21 @@ public final class APIResponseCache: @unchecked Sendable {
     // MARK: Writing
 
     /// Stores a response for `key` in both tiers, dated now. A failed disk write turns the disk tier
-    /// off (with a ``APICacheEvent/diskUnavailable(reason:)`` event); memory goes on.
-    public func store(_ response: APIRawResponse, for key: APICacheKey) {
-        store(APICacheEntry(key: key, response: response, storedAt: clock.date))
+    /// off (with a ``APIResponseCache/Event/diskUnavailable(reason:)`` event); memory goes on.
+    public func store(_ response: APIRawResponse, for key: APIResponseCache.Key) {
+        store(APIResponseCache.Entry(key: key, response: response, storedAt: clock.date))
     }
 
-    func store(_ entry: APICacheEntry) {
+    func store(_ entry: APIResponseCache.Entry) {
         store(entry, writingBehind: false)
     }
 
     /// Stores in memory at once; the file is written now, or, `writingBehind`, later on the cache's
     /// own queue, so the caller (an attempt about to end) does not wait for the disk. Until it is
     /// written, reads find the entry among the pending writes.
-    func store(_ entry: APICacheEntry, writingBehind: Bool) {
+    func store(_ entry: APIResponseCache.Entry, writingBehind: Bool) {
         let slot = hasher.slot(for: entry.key)
-        var events: [APICacheEvent] = []
+        var events: [APIResponseCache.Event] = []
         let (diskURL, write): (URL?, UInt64) = state.withLock { state in
             events += state.memory.store(entry, inSlot: slot).map { .evicted($0.key) }
             let url = state.disk?.fileURL(forSlot: slot)
@@ -266,8 +266,8 @@ public final class APIResponseCache: @unchecked Sendable {
         }
     }
 
-    private func writeFile(_ entry: APICacheEntry, slot: String, to diskURL: URL, write: UInt64) {
-        var events: [APICacheEvent] = []
+    private func writeFile(_ entry: APIResponseCache.Entry, slot: String, to diskURL: URL, write: UInt64) {
+        var events: [APIResponseCache.Event] = []
         defer { emit(events) }
         defer {
             // Only this write's own pending entry: a later store of the slot stays pending.
@@ -289,8 +289,8 @@ public final class APIResponseCache: @unchecked Sendable {
     /// Marks the entry as confirmed by the server now (after a `304 Not Modified`), merging the
     /// new response's headers into the stored ones.
     func refresh(
-        _ entry: APICacheEntry, with notModified: APIRawResponse, writingBehind: Bool = false
-    ) -> APICacheEntry {
+        _ entry: APIResponseCache.Entry, with notModified: APIRawResponse, writingBehind: Bool = false
+    ) -> APIResponseCache.Entry {
         var refreshed = entry
         refreshed.storedAt = clock.date
         for (name, value) in notModified.headers where Self.refreshableHeaders.contains(name.lowercased()) {
@@ -306,7 +306,7 @@ public final class APIResponseCache: @unchecked Sendable {
     ]
 
     /// Removes the entry for `key` from both tiers.
-    public func remove(for key: APICacheKey) {
+    public func remove(for key: APIResponseCache.Key) {
         let slot = hasher.slot(for: key)
         let url: URL? = state.withLock { state in
             state.memory.removeEntry(inSlot: slot)
@@ -319,7 +319,7 @@ public final class APIResponseCache: @unchecked Sendable {
 
     /// Removes the entry a request would read: the same method, URL, body and partition.
     public func remove(for request: URLRequest, partition: String? = nil) {
-        remove(for: APICacheKey(request: request, partition: partition))
+        remove(for: APIResponseCache.Key(request: request, partition: partition))
     }
 
     /// Empties both tiers: every cache file in the directory (another instance's too) and the
@@ -361,11 +361,11 @@ public final class APIResponseCache: @unchecked Sendable {
     }
 
     /// Reports an event on behalf of the engine.
-    func note(_ event: APICacheEvent) {
+    func note(_ event: APIResponseCache.Event) {
         emit([event])
     }
 
-    private func emit(_ events: [APICacheEvent]) {
+    private func emit(_ events: [APIResponseCache.Event]) {
         guard !events.isEmpty, let handler = state.withLock({ $0.handler }) else { return }
         for event in events { handler(event) }
     }

@@ -7,9 +7,9 @@ import FoundationNetworking
 /// What an attempt needs to know about the cache when its response arrives.
 struct CacheContext: Sendable {
     let cache: APIResponseCache
-    let key: APICacheKey
+    let key: APIResponseCache.Key
     /// The stored entry whose validators the request carries; a `304` refreshes and delivers it.
-    var revalidating: APICacheEntry?
+    var revalidating: APIResponseCache.Entry?
     /// Why the response will not be stored, or `nil` when it will.
     let reasonNotToStore: String?
     /// Whether the store may write its file after the task ends (the engine works on a queue).
@@ -37,7 +37,8 @@ struct CacheContext: Sendable {
             cache.note(.notStored(key, reason: "the response says Cache-Control: no-store"))
         } else {
             cache.store(
-                APICacheEntry(key: key, response: response, storedAt: cache.clock.date), writingBehind: writesBehind)
+                APIResponseCache.Entry(key: key, response: response, storedAt: cache.clock.date),
+                writingBehind: writesBehind)
         }
     }
 
@@ -50,7 +51,7 @@ struct CacheContext: Sendable {
     }
 
     /// A `304 Not Modified` for the entry being revalidated: re-dates and re-stores it, and returns it.
-    func refresh(with notModified: APIRawResponse) -> APICacheEntry? {
+    func refresh(with notModified: APIRawResponse) -> APIResponseCache.Entry? {
         guard let revalidating else { return nil }
         return cache.refresh(revalidating, with: notModified, writingBehind: writesBehind)
     }

@@ -133,7 +133,7 @@ struct DiskCacheTier {
     }
 
     /// Writes an entry atomically (a new owner-only file, then `rename`); returns the file's size.
-    static func write(_ entry: APICacheEntry, to url: URL) throws -> Int {
+    static func write(_ entry: APIResponseCache.Entry, to url: URL) throws -> Int {
         let data = encode(entry)
         do {
             try OwnerOnlyFile.write(data, to: url)
@@ -144,7 +144,7 @@ struct DiskCacheTier {
     }
 
     /// Reads and checks an entry. `nil` when there is no file.
-    static func read(_ url: URL) throws(CacheFileError) -> APICacheEntry? {
+    static func read(_ url: URL) throws(CacheFileError) -> APIResponseCache.Entry? {
         let data: Data
         do {
             data = try Data(contentsOf: url)
@@ -157,7 +157,7 @@ struct DiskCacheTier {
         return try decode(data)
     }
 
-    static func encode(_ entry: APICacheEntry) -> Data {
+    static func encode(_ entry: APIResponseCache.Entry) -> Data {
         var metadata = ByteWriter()
         for field in [entry.key.method, entry.key.url, entry.key.bodyDigest, entry.key.partition] {
             metadata.write(field)
@@ -184,14 +184,14 @@ struct DiskCacheTier {
         return data
     }
 
-    static func decode(_ data: Data) throws(CacheFileError) -> APICacheEntry {
+    static func decode(_ data: Data) throws(CacheFileError) -> APIResponseCache.Entry {
         let headerLength = magic.count + 1 + 4
         guard data.count >= headerLength + 8 else { throw .damaged("truncated: \(data.count) bytes") }
         let result = data.withUnsafeBytes { bytes in Result { () throws(CacheFileError) in try decode(bytes) } }
         return try result.get()
     }
 
-    private static func decode(_ bytes: UnsafeRawBufferPointer) throws(CacheFileError) -> APICacheEntry {
+    private static func decode(_ bytes: UnsafeRawBufferPointer) throws(CacheFileError) -> APIResponseCache.Entry {
         let headerLength = magic.count + 1 + 4
         guard bytes.starts(with: magic) else { throw .damaged("not a cache file") }
         guard bytes[magic.count] == version else { throw .damaged("unknown version \(bytes[magic.count])") }
@@ -229,8 +229,8 @@ struct DiskCacheTier {
             statusCode: Int(statusCode), headers: headers,
             body: Data(UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<checksumOffset])),
             url: responseURL.isEmpty ? nil : URL(string: responseURL))
-        return APICacheEntry(
-            key: APICacheKey(method: method, url: url, bodyDigest: bodyDigest, partition: partition),
+        return APIResponseCache.Entry(
+            key: APIResponseCache.Key(method: method, url: url, bodyDigest: bodyDigest, partition: partition),
             response: response, storedAt: Date(timeIntervalSince1970: storedSeconds))
     }
 

@@ -7,12 +7,12 @@
 struct MemoryCacheTier {
     final class Node {
         let slot: String
-        var entry: APICacheEntry
+        var entry: APIResponseCache.Entry
         var cost: Int
         unowned(unsafe) var bucket: Bucket
         var previous: Node?
         var next: Node?
-        init(slot: String, entry: APICacheEntry, cost: Int, bucket: Bucket) {
+        init(slot: String, entry: APIResponseCache.Entry, cost: Int, bucket: Bucket) {
             self.slot = slot
             self.entry = entry
             self.cost = cost
@@ -58,7 +58,7 @@ struct MemoryCacheTier {
     var count: Int { nodes.count }
 
     /// The entry in a slot, counted as a use.
-    mutating func entry(inSlot slot: String) -> APICacheEntry? {
+    mutating func entry(inSlot slot: String) -> APIResponseCache.Entry? {
         guard let node = nodes[slot] else { return nil }
         touch(node)
         return node.entry
@@ -66,7 +66,7 @@ struct MemoryCacheTier {
 
     /// Stores an entry, replacing the slot's, and returns what was evicted to make room. An entry
     /// larger than the whole budget is not kept.
-    mutating func store(_ entry: APICacheEntry, inSlot slot: String) -> [APICacheEntry] {
+    mutating func store(_ entry: APIResponseCache.Entry, inSlot slot: String) -> [APIResponseCache.Entry] {
         let cost = entry.cost
         if let node = nodes[slot] {
             guard cost <= budget else {
@@ -94,7 +94,7 @@ struct MemoryCacheTier {
             nodes[slot] = node
             usage += cost
         }
-        var evicted: [APICacheEntry] = []
+        var evicted: [APIResponseCache.Entry] = []
         while usage > budget, let victim = lowest?.head {
             // Never evict what was just stored unless it is alone over budget.
             if victim.slot == slot, nodes.count == 1 { break }
@@ -107,7 +107,7 @@ struct MemoryCacheTier {
     }
 
     @discardableResult
-    mutating func removeEntry(inSlot slot: String) -> APICacheEntry? {
+    mutating func removeEntry(inSlot slot: String) -> APIResponseCache.Entry? {
         guard let node = nodes[slot] else { return nil }
         remove(node)
         return node.entry

@@ -21,7 +21,7 @@ extension APIManager {
     }
 
     /// Sends a request and yields each response it delivers, marked with its source: under
-    /// ``APICacheOption/both`` the cached copy first, then the network's (or the revalidated copy);
+    /// ``APIResponseCache/Option/both`` the cached copy first, then the network's (or the revalidated copy);
     /// otherwise the one response. The stream finishes when the task ends, throwing its ``APIError``
     /// if it failed (after any cached copy). Ending the iteration early cancels the task (reason
     /// ``APIError/CancellationReason/concurrency``).

@@ -60,7 +60,7 @@ public protocol APIManager: AnyObject, Sendable {
     func task(_ task: APITask<Request>, didReport progress: APITransferProgress)
     /// A retry is scheduled. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, willRetryAfter delay: TimeInterval, error: APIError)
-    /// A stored response was delivered ahead of the network's (``APICacheOption/both``); the task goes
+    /// A stored response was delivered ahead of the network's (``APIResponseCache/Option/both``); the task goes
     /// on. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, didReceiveCachedResponse response: Response)
     /// The task finished with a response (terminal); ``AnyAPITask/responseSource`` says where it came

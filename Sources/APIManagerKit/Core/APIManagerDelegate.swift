@@ -18,7 +18,7 @@ public protocol APIManagerDelegate: AnyObject {
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didReport progress: APITransferProgress)
     /// The attempt failed with `error`; the next starts after `delay` seconds. Once per retry.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError)
-    /// A stored response, delivered ahead of the network's under ``APICacheOption/both``. Not terminal:
+    /// A stored response, delivered ahead of the network's under ``APIResponseCache/Option/both``. Not terminal:
     /// the task goes on to the network. At most once per task.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didReceiveCachedResponse response: any APIResponse)
     /// The task ended with a response; `task.responseSource` says whether it came from the network,

@@ -98,7 +98,7 @@ public protocol APIRequest: Sendable {
     /// works too.
     var acceptableStatusCodes: AcceptableStatusCodes { get }
     /// How the task uses the engine's ``APIResponseCache``. `.networkOnly` unless overridden.
-    var cacheOption: APICacheOption { get }
+    var cacheOption: APIResponseCache.Option { get }
     /// Whether a successful response is stored in the engine's cache. `true` unless overridden.
     var shouldSaveInCache: Bool { get }
     /// Whose response this is: part of the cache key, so that one user's response is never served
@@ -164,7 +164,7 @@ extension APIRequest {
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }
-    public var cacheOption: APICacheOption { .networkOnly }
+    public var cacheOption: APIResponseCache.Option { .networkOnly }
     public var shouldSaveInCache: Bool { true }
     public var cachePartition: String? { nil }
     public var cachesAuthenticatedResponses: Bool { false }

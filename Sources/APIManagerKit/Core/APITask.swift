@@ -107,7 +107,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
     /// How the task uses the cache, read from the request when it is sent.
     struct CacheSettings {
-        var option: APICacheOption
+        var option: APIResponseCache.Option
         var shouldSave: Bool
         var partition: String?
         var storesAuthenticated: Bool

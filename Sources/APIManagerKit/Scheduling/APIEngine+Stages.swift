@@ -105,7 +105,7 @@ extension APIEngine {
         return .next
     }
 
-    /// What the request's ``APICacheOption`` makes of the stored entry (see ``CacheLookupStage``).
+    /// What the request's ``APIResponseCache/Option`` makes of the stored entry (see ``CacheLookupStage``).
     private func lookUp(_ attempt: Attempt) -> Attempt.Outcome {
         // A streamed body (a file) has no bytes for a key: never cached. A download or a streamed
         // response uses the cache only when its request asks (see TransferCacheStage).

@@ -128,7 +128,7 @@ final class Attempt: @unchecked Sendable {
         /// finished (it ran inline and resumed the attempt before returning).
         case waiting((any APICancellable)?)
         /// The request is ready for the transport: the machine decides whether it may go. A stored
-        /// copy, if any, is delivered first (``APICacheOption/both``).
+        /// copy, if any, is delivered first (``APIResponseCache/Option/both``).
         case readyToSend(cachedCopy: AnyAPITask.BuiltResponse?)
         /// The transport has the request (its answer resumes the attempt).
         case sent(any APICancellable)

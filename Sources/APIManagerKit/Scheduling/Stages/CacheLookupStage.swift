@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The cache lookup stage of an attempt: what the request's ``APICacheOption`` makes of the stored
+/// The cache lookup stage of an attempt: what the request's ``APIResponseCache/Option`` makes of the stored
 /// entry. It only decides; the attempt acts on its answer (delivering a stored response takes the
 /// engine's lock, which this stage never does).
 enum CacheLookupStage {
@@ -34,7 +34,7 @@ enum CacheLookupStage {
             // credentials themselves make one, as a digest (the secret is never stored).
             partition = credentialPartition(credentials)
         }
-        let key = APICacheKey(request: request, partition: partition)
+        let key = APIResponseCache.Key(request: request, partition: partition)
         let reasonNotToStore: String? =
             if !settings.shouldSave {
                 "the request opted out (shouldSaveInCache is false)"

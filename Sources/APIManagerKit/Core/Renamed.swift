@@ -1,0 +1,38 @@
+// The names of before 1.0, kept for one release as deprecated forwards: code that uses them
+// compiles, with a warning that names the new one. "Migrating to 1.0" in the README lists them.
+
+/// The name of ``APIResponseCache/Key`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.Key")
+public typealias APICacheKey = APIResponseCache.Key
+
+/// The name of ``APIResponseCache/Entry`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.Entry")
+public typealias APICacheEntry = APIResponseCache.Entry
+
+/// The name of ``APIResponseCache/Event`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.Event")
+public typealias APICacheEvent = APIResponseCache.Event
+
+/// The name of ``APIResponseCache/KeyHasher`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.KeyHasher")
+public typealias APICacheHasher = APIResponseCache.KeyHasher
+
+/// The name of ``APIResponseCache/Option`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.Option")
+public typealias APICacheOption = APIResponseCache.Option
+
+/// The name of ``APIAuthentication/Credential`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.Credential")
+public typealias APICredential = APIAuthentication.Credential
+
+/// The name of ``APIAuthentication/CredentialStore`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.CredentialStore")
+public typealias APICredentialStore = APIAuthentication.CredentialStore
+
+/// The name of ``APIAuthentication/InMemoryCredentialStore`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.InMemoryCredentialStore")
+public typealias APIInMemoryCredentialStore = APIAuthentication.InMemoryCredentialStore
+
+/// The name of ``APIAuthentication/FileCredentialStore`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.FileCredentialStore")
+public typealias APIFileCredentialStore = APIAuthentication.FileCredentialStore

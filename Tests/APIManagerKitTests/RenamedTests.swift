@@ -1,0 +1,29 @@
+import APIManagerKit
+import Foundation
+import Testing
+
+/// The names of before 1.0 still compile for one release (deprecated forwards, `Core/Renamed.swift`)
+/// and are the same types as the new ones.
+@Suite("Names of before 1.0")
+struct RenamedTests {
+    @available(*, deprecated, message: "uses the names of before 1.0 on purpose")
+    @Test func theOldNamesAreTheNewTypes() throws {
+        let key: APICacheKey = APIResponseCache.Key(
+            method: "GET", url: "https://a.example/", bodyDigest: "", partition: "")
+        let entry = APICacheEntry(
+            key: key, response: APIRawResponse(statusCode: 200), storedAt: Date(timeIntervalSince1970: 0))
+        #expect(entry.key == key)
+        let option: APICacheOption = .cacheOnly
+        #expect(option == APIResponseCache.Option.cacheOnly)
+        let hasher: APICacheHasher = .sha256
+        _ = hasher
+        let event: APICacheEvent? = nil
+        #expect(event == nil)
+        let credential = APICredential(accessToken: "a", refreshToken: "r")
+        #expect(credential.refreshToken == "r")
+        let store: any APICredentialStore = APIInMemoryCredentialStore()
+        store.save(["Authorization": "Bearer a"], forOrigin: "https://a.example:443")
+        #expect(store.headers(forOrigin: "https://a.example:443") == ["Authorization": "Bearer a"])
+        #expect(APIFileCredentialStore.self == APIAuthentication.FileCredentialStore.self)
+    }
+}
