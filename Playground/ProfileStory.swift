@@ -70,7 +70,7 @@ extension Story {
         stage.stub("/profile/missing", MockTransport.Reply.status(404).after(0.2), live: "status/404")
         let service = ProfileService(
             engine: APIEngine(
-                transport: stage.transport, clock: stage.clock, delivery: .immediate,
+                transport: stage.transport, clock: stage.clock, delivery: .inline,
                 execution: stage.isLive ? .concurrent() : .inline))
         let screen = ProfileScreen(timeline: stage.timeline)
         service.delegate = screen

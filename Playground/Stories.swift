@@ -147,7 +147,7 @@ final class Stage: @unchecked Sendable {
         api = StoryAPI(
             engine: APIEngine(
                 transport: transport, clock: clock, randomSource: SeededRandom(seed: 7),
-                delivery: .immediate, execution: isLive ? .concurrent() : .inline,
+                delivery: .inline, execution: isLive ? .concurrent() : .inline,
                 cache: APIResponseCache(disk: nil, clock: clock), authentication: authentication))
         api.delegate = timeline
     }
@@ -198,7 +198,7 @@ final class Stage: @unchecked Sendable {
     func makeAPI(circuitBreaker: APICircuitBreaker? = nil) -> StoryAPI {
         let api = StoryAPI(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: isLive ? .concurrent() : .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: isLive ? .concurrent() : .inline,
                 circuitBreaker: circuitBreaker))
         api.delegate = timeline
         return api

@@ -44,7 +44,7 @@ struct BlockedPoolIntegrationTests {
         defer { for _ in 0..<count { gate.signal() } }
         let ends = Ends()
         let client = Client<APIRawResponse>(
-            APIEngine(transport: InstantTransport(), delivery: .immediate, interceptors: interceptors))
+            APIEngine(transport: InstantTransport(), delivery: .inline, interceptors: interceptors))
         client.delegate = ends
         let started = DispatchTime.now()
         client.send(HTTPRequest("instant"))

@@ -22,7 +22,7 @@ struct DownloadIntegrationTests {
     final class Files: APIManager, @unchecked Sendable {
         typealias Request = FileRequest
         typealias Response = APIRawResponse
-        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+        let engine = APIEngine(transport: Shared.transport, delivery: .inline)
     }
 
     struct Digest: APIResponse, Decodable {

@@ -78,7 +78,7 @@ struct EncodingIntegrationTests {
         final class Orders: APIManager {
             typealias Request = NewOrder
             typealias Response = Echoed
-            let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+            let engine = APIEngine(transport: Shared.transport, delivery: .inline)
         }
         let echoed = try await Orders().response(
             for: NewOrder(sku: "A-1", quantity: 2, options: .init(giftWrap: true, notes: ["fragile"])))

@@ -22,7 +22,7 @@ struct NginxIntegrationTests {
     final class Files: APIManager, @unchecked Sendable {
         typealias Request = FileRequest
         typealias Response = APIRawResponse
-        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+        let engine = APIEngine(transport: Shared.transport, delivery: .inline)
     }
 
     /// Cancels a task once it has downloaded `threshold` bytes.
@@ -118,7 +118,7 @@ struct NginxIntegrationTests {
         typealias Request = CachedFileRequest
         typealias Response = APIRawResponse
         let engine = APIEngine(
-            transport: Shared.transport, delivery: .immediate,
+            transport: Shared.transport, delivery: .inline,
             cache: APIResponseCache(memoryBudget: 16 << 20, disk: nil))
     }
 

@@ -57,7 +57,7 @@ struct TokenRealm {
             tokenURL: URL(string: "fixture/token/\(name)?\(tokenQuery)", relativeTo: Server.url)!.absoluteURL)
         authentication = APIAuthentication(authenticator: refresher)
         authentication.signIn(with: APIAuthentication.Credential(accessToken: "stale", refreshToken: refreshToken))
-        client = Client(APIEngine(transport: Shared.transport, delivery: .immediate, authentication: authentication))
+        client = Client(APIEngine(transport: Shared.transport, delivery: .inline, authentication: authentication))
     }
 
     var protected: HTTPRequest { HTTPRequest("fixture/protected/\(name)") }
@@ -154,8 +154,8 @@ struct SessionIntegrationTests {
 
     @Test func theDefaultUserAgentAndAcceptLanguageReachTheServer() async throws {
         let echoed = try await Client<Echoed>().response(for: HTTPRequest("headers"))
-        #expect(echoed.header("User-Agent") == APIDefaultHeaders.userAgent)
+        #expect(echoed.header("User-Agent") == APIEngine.DefaultHeaders.userAgent)
         #expect(echoed.header("User-Agent")?.contains("APIManagerKit/") == true)
-        #expect(echoed.header("Accept-Language") == APIDefaultHeaders.standard["Accept-Language"])
+        #expect(echoed.header("Accept-Language") == APIEngine.DefaultHeaders.standard["Accept-Language"])
     }
 }

@@ -22,7 +22,7 @@ struct SharedLanesIntegrationTests {
         typealias Request = ItemRequest
         typealias Response = Item
         let engine: APIEngine
-        init(engine: APIEngine = APIEngine(transport: SharedLanesIntegrationTests.transport, delivery: .immediate)) {
+        init(engine: APIEngine = APIEngine(transport: SharedLanesIntegrationTests.transport, delivery: .inline)) {
             self.engine = engine
         }
     }
@@ -57,7 +57,7 @@ struct SharedLanesIntegrationTests {
             return count
         }
         #expect(answered == 1_000)
-        let lanes = APIWorkLanes.shared.queues.count
+        let lanes = APIEngine.WorkLanes.shared.queues.count
         // The rest of the process (the test runner, the clock, other suites) has threads too: the
         // bound is loose, and far below what a thousand sets of lanes took (hundreds).
         #expect(most - before <= lanes + 32, "\(most - before) threads more for 1,000 engines; \(lanes) lanes")

@@ -13,7 +13,7 @@ struct StreamingIntegrationTests {
     final class Raw: APIManager, @unchecked Sendable {
         typealias Request = HTTPRequest
         typealias Response = APIRawResponse
-        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+        let engine = APIEngine(transport: Shared.transport, delivery: .inline)
     }
 
     @Test func aStalledConsumerBoundsWhatIsBuffered() async throws {

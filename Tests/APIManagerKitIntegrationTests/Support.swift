@@ -78,7 +78,7 @@ final class Client<Response: APIResponse>: APIManager {
         transport: any APITransport = Shared.transport, persisted: APIPersistedHeaders? = nil,
         cookies: APICookieStore? = nil
     ) {
-        self.init(APIEngine(transport: transport, delivery: .immediate, persistedHeaders: persisted, cookies: cookies))
+        self.init(APIEngine(transport: transport, delivery: .inline, persistedHeaders: persisted, cookies: cookies))
     }
 }
 
@@ -96,7 +96,7 @@ func failure<Response>(_ call: () async throws(APIError) -> Response) async -> A
     }
 }
 
-/// Tells when tasks end, from the delegate's terminal events (the clients deliver `.immediate`),
+/// Tells when tasks end, from the delegate's terminal events (the clients deliver `.inline`),
 /// so a test awaits a task's end instead of polling its state.
 final class TaskEnds: APIManagerDelegate, @unchecked Sendable {
     // @unchecked: `ended` and `waiters` are only touched under `lock`.

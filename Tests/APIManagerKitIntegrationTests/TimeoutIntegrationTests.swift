@@ -27,7 +27,7 @@ struct TimeoutIntegrationTests {
     final class Slow: APIManager, @unchecked Sendable {
         typealias Request = SlowRequest
         typealias Response = APIRawResponse
-        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+        let engine = APIEngine(transport: Shared.transport, delivery: .inline)
     }
 
     @Test func aStreamWhoseBytesKeepComingRunsPastItsIdleLimit() async throws {

@@ -187,7 +187,7 @@ struct ProgressIntegrationTests {
     final class Transfers: APIManager, @unchecked Sendable {
         typealias Request = ProgressRequest
         typealias Response = APIRawResponse
-        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+        let engine = APIEngine(transport: Shared.transport, delivery: .inline)
     }
 
     /// Records every progress report and the terminal event, in order.

@@ -15,7 +15,7 @@ struct AuthAndMonitoringTests {
     ) -> TestManager {
         TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, cache: cache,
                 persistedHeaders: persisted))
     }
 

@@ -53,7 +53,7 @@ final class CacheHarness: @unchecked Sendable {
             hasher: hasher, eventHandler: log.handler)
         manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache))
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, cache: cache))
         manager.delegate = recorder
     }
 
@@ -360,7 +360,7 @@ struct CacheTests {
         try Data("garbage".utf8).write(to: file)
         let manager = TestManager(
             engine: APIEngine(
-                transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline, cache: h.secondCache()
+                transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline, cache: h.secondCache()
             ))
         var request = TestRequest("/feed")
         request.cacheOption = .cacheOnly
@@ -466,7 +466,7 @@ struct CacheTests {
         h.send("/shared", .networkOnly)
         let other = TestManager(
             engine: APIEngine(
-                transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline, cache: h.secondCache()
+                transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline, cache: h.secondCache()
             ))
         var request = TestRequest("/shared")
         request.cacheOption = .cacheOnly

@@ -139,7 +139,7 @@ struct CircuitBreakerTests {
         }
         let manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
@@ -228,7 +228,7 @@ struct CircuitBreakerTests {
         transport.stub(nil, "/flaky", .status(503))
         let manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
@@ -244,7 +244,7 @@ struct CircuitBreakerTests {
     @Test func withoutThemNothingChanges() {
         let transport = MockTransport()
         transport.stub(nil, "/items", .status(503))
-        let manager = TestManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let manager = TestManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         for _ in 0..<20 { manager.send(TestRequest("/items")) }
         #expect(transport.records.count == 20)
     }
@@ -258,7 +258,7 @@ struct CircuitBreakerTests {
         transport.stub(nil, "/items", MockTransport.Reply.status(503).after(1))
         let manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
@@ -284,7 +284,7 @@ struct CircuitBreakerTests {
         transport.stub(nil, "/flaky", MockTransport.Reply.status(503).after(1), .json(#"{"value":"ok"}"#).after(1))
         let manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }

@@ -103,7 +103,7 @@ final class ProfileScreen: ProfileServiceDelegate, @unchecked Sendable {
     transport.stub(.get, "/api/me", .json(#"{"name":"Ada"}"#), .status(500))
     let screen = ProfileScreen()
     let service = ProfileService(
-        engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
     service.delegate = screen
     service.loadProfile()
     #expect(screen.title == "Ada")
@@ -152,7 +152,7 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
     let clock = TestClock()
     let transport = MockTransport(clock: clock)
     transport.stub(.post, "/api/cart/items", MockTransport.Reply.json(#"{"items":[]}"#).after(0.3))
-    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
     let screen = CartScreen()
     api.delegate = screen
 
@@ -213,7 +213,7 @@ struct CodeSamplesTests {
         let cache = APIResponseCache(disk: nil, clock: clock)
         let feedAPI = FeedAPI(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache))
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, cache: cache))
         feedAPI.send(otherOptions[0])
         var shown: [String] = []
         try await showFeed(from: feedAPI) { feed, stale in shown.append("\(feed.posts[0]) stale:\(stale)") }
@@ -227,7 +227,7 @@ struct CodeSamplesTests {
         let transport = MockTransport(clock: clock)
         transport.stub(.post, "/api/cart/items", .json(#"{"items":[{"sku":"A","quantity":1}]}"#))
         let cartAPI = CartAPI(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let item = CartItem(sku: "A", quantity: 1)
         let cart = try await cartAPI.response(for: .add(item))  // throws APIError
         #expect(cart.items == [item])
@@ -246,7 +246,7 @@ struct CodeSamplesTests {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
         let api = PatientAPI(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         transport.stub(.post, "/api/cart/items", .status(400))
         let rejected = api.send(try .add(CartItem(sku: "A", quantity: 1)))
         #expect(rejected.attemptCount == 1)

@@ -25,7 +25,7 @@ struct ConcurrencyGroupTests {
     }
 
     private func manager(_ transport: MockTransport) -> ImageManager {
-        ImageManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        ImageManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
     }
 
     private func heldTransport() -> MockTransport {
@@ -163,7 +163,7 @@ struct ConcurrencyGroupTests {
         transport.stub(nil, "/flaky", .status(503), .json(#"{"value":"ok"}"#))
         transport.stub(nil, "/image", .json(#"{"value":"png"}"#))
         let images = ImageManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         struct Retrying: APIRequest {
             var url = testBaseURL
             var path = "/flaky"
@@ -195,7 +195,7 @@ struct ConcurrencyGroupTests {
         transport.stub(nil, "/flaky", .status(503))
         transport.stub(nil, "/image", MockTransport.Reply.json(#"{"value":"png"}"#).held())
         let manager = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         var flaky = TestRequest(
             "/flaky", .waitUntilDone, scope: scope, retry: APIRetryPolicy(baseDelay: 5, jitter: .none))
         flaky.group = group
@@ -216,7 +216,7 @@ struct ConcurrencyGroupTests {
         let transport = MockTransport()
         transport.stub(nil, "/image", .json(#"{"value":"png"}"#))
         let managers = (0..<4).map { _ in
-            ImageManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .concurrent()))
+            ImageManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .concurrent()))
         }
         let peak = Locked(0)
         await withTaskGroup(of: Void.self) { tasks in

@@ -301,7 +301,7 @@ struct EngineCookieTests {
         transport = MockTransport(clock: clock)
         manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cookies: cookies))
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, cookies: cookies))
     }
 
     private var sentCookies: [String?] { transport.requests.map { $0.value(forHTTPHeaderField: "Cookie") } }
@@ -350,7 +350,7 @@ struct EngineCookieTests {
         let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil, clock: clock)
         let cached = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, cache: cache,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, cache: cache,
                 cookies: cookies))
         transport.stub(nil, "/login", .json("{}", headers: ["Set-Cookie": "sid=abc; Path=/"]))
         transport.stub(nil, "/feed", .json(#"{"value":"mine"}"#))

@@ -11,7 +11,7 @@ extension MachineHarness {
     @discardableResult
     mutating func sendPaced(
         _ policy: APIConcurrencyPolicy, scope: String? = nil, at now: Double = 0, debounce: Double = 0.3,
-        throttle: Double = 1, mode: APIThrottleMode = .wait
+        throttle: Double = 1, mode: APIConcurrencyPolicy.ThrottleMode = .wait
     ) -> AnyAPITask {
         let task = AnyAPITask(
             identifier: UInt64(tasks.count + 1), policy: policy, scope: scope,
@@ -185,7 +185,7 @@ struct DebounceAndThrottleTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/search", .json(#"{"value":"found"}"#))
         let manager = SearchManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         var tasks: [APITask<SearchRequest>] = []
         for query in ["s", "sw", "swi", "swif", "swift"] {
             tasks.append(manager.send(SearchRequest(query: query)))
@@ -203,7 +203,7 @@ struct DebounceAndThrottleTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/search", .json(#"{"value":"found"}"#))
         let manager = SearchManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         var refresh = SearchRequest(query: "feed")
         refresh.concurrencyPolicy = .throttle
         let first = manager.send(refresh)
@@ -224,7 +224,7 @@ struct DebounceAndThrottleTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/search", .json(#"{"value":"found"}"#))
         let manager = SearchManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         return (clock, transport, manager)
     }
 

@@ -13,9 +13,10 @@ struct DefaultHeadersTests {
         let harness = Harness()
         harness.send(TestRequest("/ok"))
         let agent = harness.records("/ok").first?.request.value(forHTTPHeaderField: "User-Agent")
-        #expect(agent == APIDefaultHeaders.userAgent)
-        #expect(agent?.contains(" APIManagerKit/\(APIDefaultHeaders.packageVersion) (") == true, "\(agent ?? "nil")")
-        #expect(APIDefaultHeaders.standard["user-agent"] == APIDefaultHeaders.userAgent)
+        #expect(agent == APIEngine.DefaultHeaders.userAgent)
+        #expect(
+            agent?.contains(" APIManagerKit/\(APIEngine.DefaultHeaders.packageVersion) (") == true, "\(agent ?? "nil")")
+        #expect(APIEngine.DefaultHeaders.standard["user-agent"] == APIEngine.DefaultHeaders.userAgent)
     }
 
     @Test(
@@ -28,11 +29,11 @@ struct DefaultHeadersTests {
             ([""], nil),
         ] as [([String], String?)])
     func acceptLanguageListsThePreferredLanguagesWithFallingQualities(languages: [String], expected: String?) {
-        #expect(APIDefaultHeaders.acceptLanguage(for: languages) == expected)
+        #expect(APIEngine.DefaultHeaders.acceptLanguage(for: languages) == expected)
     }
 
     @Test func theEnginesHeadersAreAddedUnlessTheRequestSetsThemItself() {
-        var headers = APIDefaultHeaders.standard
+        var headers = APIEngine.DefaultHeaders.standard
         headers["X-Api-Key"] = "k1"
         headers["user-agent"] = "Shop/2.1"  // replaces User-Agent, whatever its case
         headers["Accept-Language"] = nil
@@ -57,7 +58,7 @@ struct DefaultHeadersTests {
     }
 
     @Test func aDefaultHeaderThatCouldInjectALineFailsTheRequestClearly() {
-        let harness = Harness(defaultHeaders: APIDefaultHeaders(["X-Bad\r\nInjected": "yes"]))
+        let harness = Harness(defaultHeaders: APIEngine.DefaultHeaders(["X-Bad\r\nInjected": "yes"]))
         let task = harness.send(TestRequest("/ok"))
         #expect(task.state.name == "invalidRequest")
         #expect(harness.transport.records.isEmpty)

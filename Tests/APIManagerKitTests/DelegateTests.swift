@@ -42,7 +42,7 @@ struct DelegateTests {
     @Test func typedDelegateMethodsReceiveTypedResponses() {
         let h = Harness()
         let api = BasketAPI(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let screen = BasketScreen()
         api.delegate = screen
         api.send(TestRequest("/ok"))
@@ -56,7 +56,7 @@ struct DelegateTests {
         let h = Harness()
         var screen: BasketScreen? = BasketScreen()
         let api = BasketAPI(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         api.delegate = screen
         #expect(api.delegate != nil)
         screen = nil
@@ -144,7 +144,7 @@ struct DelegateTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/held", MockTransport.Reply.json("{}").held())
         var manager: TestManager? = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let waiting = manager?.send(TestRequest("/held", .waitUntilDone))
         let queued = manager?.send(TestRequest("/held", .waitUntilDone))
         let engineReference = WeakReference(manager?.engine)
@@ -162,7 +162,7 @@ struct DelegateTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/big", .json("{}"))
         let manager = TrackingManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let task = manager.send(TestRequest("/big"))
         #expect(task.state.name == "finished")
         #expect(task.responseSource == .network)
@@ -175,7 +175,7 @@ struct DelegateTests {
     @Test func aURLRequestHookThatThrowsFailsTheTaskAsAnInvalidRequest() {
         let h = Harness()
         let manager = SigningManager(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let task = manager.send(TestRequest("/ok"))
         guard case .failed(.invalidRequest(let reason, let underlying)) = task.state else {
             Issue.record("expected invalidRequest, got \(task.state)")

@@ -43,7 +43,7 @@ struct DownloadTests {
         transport.stub(nil, "/report.bin", handler: handler)
         return (
             clock, transport,
-            Files(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            Files(engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         )
     }
 
@@ -193,7 +193,7 @@ struct DownloadTests {
 
     @Test func aCancelledDownloadsLateEndDoesNotFreeTheNextOnesDestination() throws {
         let transport = HeldSinkTransport()
-        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let files = Files(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let first = files.send(FileRequest(download: APIDownload(to: destination)))
         let firstFile = try #require(transport.file)
         let firstCompletion = try #require(transport.completion)
@@ -259,7 +259,7 @@ struct DownloadTests {
 
     @Test func partsArrivingAfterACancellationAreDroppedSoTheResumeIsWhole() throws {
         let transport = HeldSinkTransport()
-        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let files = Files(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let task = files.send(FileRequest(download: APIDownload(to: destination)))
         let file = try #require(transport.file)
         #expect(try file.begin(statusCode: 200, headers: ["ETag": "\"v1\""]))
@@ -283,7 +283,7 @@ struct DownloadTests {
         try ResumeRecord(url: URL(string: "https://api.test/report.bin"), validator: "\"v1\"", completeLength: 1000)
             .save(to: APIDownload(to: destination).resumeRecord)
         let transport = HeldSinkTransport()
-        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let files = Files(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let task = files.send(FileRequest(download: APIDownload(to: destination), concurrencyScope: scope))
         let file = try #require(transport.file)
         #expect(file.resumeOffset == 300)
@@ -307,7 +307,7 @@ struct DownloadTests {
         let clock = TestClock()
         let transport = HeldSinkTransport()
         let files = Files(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let task = files.send(
             FileRequest(
                 download: APIDownload(to: destination),
@@ -339,7 +339,7 @@ struct DownloadTests {
     @Test(arguments: [nil, "files"] as [String?])
     func aCancelledDownloadAnsweredWithSuccessLeavesNoCutFileAtTheDestination(scope: String?) throws {
         let transport = HeldSinkTransport()
-        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let files = Files(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let task = files.send(FileRequest(download: APIDownload(to: destination), concurrencyScope: scope))
         let file = try #require(transport.file)
         #expect(try file.begin(statusCode: 200, headers: ["ETag": "\"v1\"", "Content-Length": "1000"]))

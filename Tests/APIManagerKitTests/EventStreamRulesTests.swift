@@ -38,7 +38,7 @@ struct EventStreamRulesTests {
         let clock = TestClock()
         let mock = MockTransport(clock: clock)
         mock.stub(nil, "/feed", replies: replies)
-        return (clock, mock, APIEngine(transport: mock, clock: clock, delivery: .immediate, execution: .inline))
+        return (clock, mock, APIEngine(transport: mock, clock: clock, delivery: .inline, execution: .inline))
     }
 
     // MARK: Item 6: only a 200 text/event-stream is read
@@ -158,7 +158,7 @@ struct EventStreamRulesTests {
                     .cut(after: 15),
                 .status(200, body: Data("newer".utf8)).after(30),
             ])
-        let feed = Feed(engine: APIEngine(transport: mock, clock: clock, delivery: .immediate, execution: .inline))
+        let feed = Feed(engine: APIEngine(transport: mock, clock: clock, delivery: .inline, execution: .inline))
         let request = FeedRequest(concurrencyScope: scope, concurrencyPolicy: .cancelOthers)
         let events = feed.events(for: request, reconnection: APIReconnection(delay: 5))
         let result = Locked<([String], (any Error)?)?>(nil)

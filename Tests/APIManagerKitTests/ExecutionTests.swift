@@ -54,7 +54,7 @@ struct ExecutionTests {
         let transport = MockTransport()
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         let manager = Recording(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(Self.workQueue())))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .queue(Self.workQueue())))
         let echo = try await manager.response(for: TestRequest("/ok"))
         #expect(echo.value == "ok")
         #expect(manager.log.withLock { $0 } == ["build on work queue", "decode on work queue"])
@@ -63,7 +63,7 @@ struct ExecutionTests {
     @Test func anInlineEngineWorksOnTheCallersThread() {
         let transport = MockTransport()
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
-        let manager = Recording(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let manager = Recording(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let task = manager.send(TestRequest("/ok"))
         #expect(task.state.name == "finished")
         #expect(manager.log.withLock { $0 } == ["build on caller", "decode on caller"])
@@ -79,7 +79,7 @@ struct ExecutionTests {
         rendezvous.enter()
         rendezvous.enter()
         let manager = Recording(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(Self.workQueue())),
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .queue(Self.workQueue())),
             rendezvous: rendezvous)
         async let first = manager.response(for: TestRequest("/ok"))
         async let second = manager.response(for: TestRequest("/ok"))
@@ -93,7 +93,7 @@ struct ExecutionTests {
         let queue = Self.workQueue()
         let gate = DispatchSemaphore(value: 0)
         queue.async(flags: .barrier) { gate.wait() }  // holds the queue until the task is cancelled
-        let manager = Recording(engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(queue)))
+        let manager = Recording(engine: APIEngine(transport: transport, delivery: .inline, execution: .queue(queue)))
         let task = manager.send(TestRequest("/ok"))
         task.cancel()
         gate.signal()
@@ -108,14 +108,14 @@ struct ExecutionTests {
     /// The default lanes: each task's build and decode run on one lane (in order), and different
     /// tasks spread over the lanes.
     @Test func eachTaskRunsOnOneLaneAndTasksSpreadOverTheLanes() async throws {
-        let lanes = APIWorkLanes(label: "execution-tests.lanes", count: 2)
+        let lanes = APIEngine.WorkLanes(label: "execution-tests.lanes", count: 2)
         for (number, queue) in lanes.queues.enumerated() {
             queue.setSpecific(key: ExecutionTests.marker, value: "lane \(number)")
         }
         let transport = MockTransport()
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         let manager = ExecutionTests.Recording(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .lanes(lanes)))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .lanes(lanes)))
         for _ in 0..<4 {
             #expect(try await manager.response(for: TestRequest("/ok")).value == "ok")
         }
@@ -145,7 +145,7 @@ struct WriteBehindTests {
         let cache = APIResponseCache(memoryBudget: 0, disk: .init(directory: directory.url))
         let queue = DispatchQueue(label: "write-behind.work", attributes: .concurrent)
         let manager = TestManager(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .queue(queue), cache: cache))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .queue(queue), cache: cache))
         return (manager, transport, cache)
     }
 

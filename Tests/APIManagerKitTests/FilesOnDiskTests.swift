@@ -108,7 +108,7 @@ struct FilesOnDiskTests {
                 : .status(
                     206, headers: ["ETag": "\"v1\"", "Content-Range": "bytes 22-999/1000"], body: Self.full.suffix(978))
         }
-        let files = Files(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let files = Files(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let task = files.send(FileRequest(download: download))
         #expect(task.state.name == "finished")
         #expect(transport.records.first?.request.value(forHTTPHeaderField: "Range") == nil, "not resumed")
@@ -173,7 +173,7 @@ struct FilesOnDiskTests {
     func aStreamThatFailsUnderItsTransportFailsItsTaskWithTheSameError(scope: String?) throws {
         let transport = HeldSinkTransport()
         let feed = StreamingTests.Feed(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let buffer = StreamBuffer(spillLimit: 1 << 20, spillDirectory: directory.url)
         let task = feed.makeTask(
             for: StreamingTests.FeedRequest(
@@ -198,7 +198,7 @@ struct FilesOnDiskTests {
         let transport = HeldSinkTransport()
         let cache = APIResponseCache(disk: nil)
         let feed = StreamingTests.Feed(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline, cache: cache))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .inline, cache: cache))
         let buffer = StreamBuffer(spillLimit: 1 << 20, spillDirectory: directory.url)
         let task = feed.makeTask(
             for: StreamingTests.FeedRequest(concurrencyScope: scope, cacheOption: .both), bodyStream: buffer)

@@ -186,7 +186,7 @@ struct HTTPCodeSamplesTests {
             init(engine: APIEngine) { self.engine = engine }
         }
         let list = try await Products(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline)
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline)
         )
         .response(for: TestRequest("/products"))
         #expect(list.items.map(\.name) == ["Lamp"])
@@ -198,7 +198,7 @@ struct HTTPCodeSamplesTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/ping", .json(#"{"title":"Out of stock","detail":"Lamp is sold out"}"#, status: 409))
         let api = ProblemAPI(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         do {
             _ = try await api.response(for: PingRequest())
             Issue.record("expected a failure")

@@ -116,7 +116,7 @@ struct IdempotencyKeyTests {
     @Test func theTaskReportsTheKeyAConfigureHookSet() {
         let transport = MockTransport()
         transport.stub(nil, "/order", .json("{}"))
-        let orders = Orders(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let orders = Orders(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let task = orders.send(ConfiguredOrder())
         #expect(transport.records.last?.request.value(forHTTPHeaderField: "Idempotency-Key") == "from-configure")
         #expect(task.idempotencyKey == "from-configure")

@@ -344,7 +344,7 @@ struct InterceptorTests {
                 return request
             },
             onInspect: { _, attempt in attempt.number == 1 ? .retry(after: 0) : .proceed })
-        let manager = TestManager(engine: APIEngine(transport: transport, delivery: .immediate, interceptors: [tagger]))
+        let manager = TestManager(engine: APIEngine(transport: transport, delivery: .inline, interceptors: [tagger]))
         let response = try await manager.response(for: TestRequest("/ok"))
         #expect(response.value == "ok")
         #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Mode") } == ["queue", "queue"])

@@ -180,7 +180,7 @@ struct LenientMappingTests {
         transport.stub(nil, "/good", .json(#"{"data":{"user":{"name":"Ada","tags":[]},"admin":"1"}}"#))
         transport.stub(nil, "/bad", .json(#"{"data":{"user":{"name":"Ada","tags":{}},"admin":"1"}}"#))
         let api = ProfileMappingAPI(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let profile = try await api.response(for: TestRequest("/good"))
         #expect(profile.user.name == "Ada" && profile.admin)
         do {

@@ -31,7 +31,7 @@ final class WeakBox<Object: AnyObject>: @unchecked Sendable {
 @Suite("Lifetimes", .timeLimit(.minutes(1)))
 struct LifetimeTests {
     private func manager(clock: HoardingClock, transport: MockTransport) -> TestManager {
-        TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        TestManager(engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
     }
 
     @Test func aFinishedTaskWithADeadlineIsReleasedAlthoughItsClockKeepsTheTimer() {

@@ -119,7 +119,7 @@ struct LimitedPolicyTests {
         for index in 0..<20 {
             transport.stub(nil, "/thumb/\(index)", MockTransport.Reply.json(#"{"value":"t"}"#).held())
         }
-        let gallery = Gallery(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let gallery = Gallery(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let tasks = (0..<20).map { gallery.send(ThumbnailRequest(path: "/thumb/\($0)")) }
         var most = 0
         while transport.pendingCount > 0 {

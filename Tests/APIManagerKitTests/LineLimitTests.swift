@@ -132,7 +132,7 @@ struct LineLimitTests {
         transport.stub(nil, "/held", MockTransport.Reply.json(#"{"value":"held"}"#).held())
         transport.stub(nil, "/next", .json(#"{"value":"next"}"#))
         let manager = LimitedManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let recorder = EventRecorder()
         manager.delegate = recorder
         let blocker = manager.send(LimitedRequest(path: "/held"))
@@ -153,7 +153,7 @@ struct LineLimitTests {
     @Test func anAwaitedRequestPastItsLineLimitThrowsTheTypedError() async throws {
         let transport = MockTransport()
         transport.stub(nil, "/held", MockTransport.Reply.json(#"{"value":"held"}"#).held())
-        let manager = LimitedManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let manager = LimitedManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         manager.send(LimitedRequest(path: "/held"))
         await #expect(throws: APIError.self) {
             try await manager.response(for: LimitedRequest(path: "/x", lineLimit: APILineLimit(maxLength: 0)))

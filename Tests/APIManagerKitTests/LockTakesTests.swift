@@ -18,11 +18,11 @@ import Testing
 struct LockTakesTests {
     /// Sends one GET on an engine of its own, with a delegate or awaited, and returns the lock
     /// takes the request cost.
-    private func takes(execution: APIExecution, awaited: Bool) async throws -> Int {
+    private func takes(execution: APIEngine.Execution, awaited: Bool) async throws -> Int {
         let transport = MockTransport()
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         let manager = TestManager(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: execution, defaultHeaders: .none))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: execution, defaultHeaders: .none))
         let recorder = EventRecorder()
         manager.delegate = recorder
         let before = manager.engine.lock.takes

@@ -246,7 +246,7 @@ struct MultipartTests {
         return (
             transport,
             UploadManager(
-                engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline)),
+                engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline)),
             clock
         )
     }
@@ -348,7 +348,7 @@ struct MultipartTests {
     @Test(arguments: [nil, "uploads"] as [String?])
     func aTransportThatAcceptsBodyWritersGetsALargeFormUnwritten(scope: String?) throws {
         let transport = WritingTransport(failFirst: true)
-        let manager = UploadManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let manager = UploadManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let before = spooledFiles()
         let directory = ScratchDirectory()
         let file = directory.url.appendingPathComponent("clip.bin")
@@ -433,7 +433,7 @@ struct MultipartTests {
         let session = APIAuthentication(authenticator: MockAuthenticator())
         session.signIn(with: APIAuthentication.Credential(accessToken: "expired", refreshToken: "r"))
         let manager = UploadManager(
-            engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline, authentication: session))
+            engine: APIEngine(transport: transport, delivery: .inline, execution: .inline, authentication: session))
         let before = spooledFiles()
         let bytes = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let task = manager.send(

@@ -120,7 +120,7 @@ struct PaginationTests {
             return .json(#"{"items":[\#(page * 10), \#(page * 10 + 1)]}"#, headers: headers)
         }
         let api = PagesAPI(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         return (api, transport)
     }
 
@@ -166,11 +166,11 @@ struct PaginationTests {
         let authenticator = MockAuthenticator()
         let session = APIAuthentication(authenticator: authenticator, clock: clock)
         session.signIn(with: APIAuthentication.Credential(accessToken: "t0k"))
-        var defaults = APIDefaultHeaders.none
+        var defaults = APIEngine.DefaultHeaders.none
         defaults["X-API-Key"] = "k3y"
         let api = PagesAPI(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 authentication: session, defaultHeaders: defaults))
         let first = PageRequest(url: URL(string: "https://api.test/items")!)
         let pages = api.pages(
@@ -200,11 +200,11 @@ struct PaginationTests {
                 : .json(#"{"items":[2]}"#)
         }
         transport.stub(nil, "/other-items", .status(503), .json(#"{"items":[2]}"#))
-        var defaults = APIDefaultHeaders.none
+        var defaults = APIEngine.DefaultHeaders.none
         defaults["X-Tenant-Pin"] = "4242"
         let api = PagesAPI(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 defaultHeaders: defaults))
         api.engine.secretNames = ["X-Tenant-Pin"]
         let first = PageRequest(url: URL(string: "https://api.test/items")!)
@@ -261,7 +261,7 @@ struct PaginationTests {
             return MockTransport.Reply.json(#"{"items":[]}"#).held()
         }
         let api = PagesAPI(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let pages = api.pages(from: PageRequest(url: URL(string: "https://api.test/held")!)) { url, _ in
             PageRequest(url: url)
         }

@@ -256,7 +256,7 @@ struct PolicyTests {
         let reads = Locked(0)
         let request = FickleRequest(reads: reads)
         let manager = FickleManager(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let task = manager.send(request)
         h.transport.releaseAll()
         #expect(task.concurrencyPolicy == .waitUntilDone)

@@ -36,7 +36,7 @@ struct ProgressTests {
         let mock = MockTransport(clock: clock)
         mock.stub(nil, "/file", replies: replies)
         let manager = TransferManager(
-            engine: APIEngine(transport: transport ?? mock, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport ?? mock, clock: clock, delivery: .inline, execution: .inline))
         let recorder = EventRecorder()
         manager.delegate = recorder
         return (clock, mock, manager, recorder)

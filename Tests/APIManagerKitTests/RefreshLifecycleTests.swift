@@ -89,7 +89,7 @@ struct RefreshLifecycleTests {
             transport.stub(nil, "/me", .json("{}", status: 401))
             let manager = TestManager(
                 engine: APIEngine(
-                    transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                    transport: transport, clock: clock, delivery: .inline, execution: .inline,
                     authentication: authentication))
             let task = manager.send(TestRequest("/me"))
             await authenticator.started.wait()
@@ -150,7 +150,7 @@ struct RefreshLifecycleTests {
         }
         let other = TestManager(
             engine: APIEngine(
-                transport: auth.transport, clock: auth.clock, delivery: .immediate, execution: .queue(queue),
+                transport: auth.transport, clock: auth.clock, delivery: .inline, execution: .queue(queue),
                 authentication: auth.authentication))
         auth.send()  // engine A: refused, starts the refresh (held)
         let waiting = other.send(TestRequest("/b"))

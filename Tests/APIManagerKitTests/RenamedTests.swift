@@ -1,4 +1,5 @@
 import APIManagerKit
+import APIManagerKitTesting
 import Foundation
 import Testing
 
@@ -25,5 +26,25 @@ struct RenamedTests {
         store.save(["Authorization": "Bearer a"], forOrigin: "https://a.example:443")
         #expect(store.headers(forOrigin: "https://a.example:443") == ["Authorization": "Bearer a"])
         #expect(APIFileCredentialStore.self == APIAuthentication.FileCredentialStore.self)
+    }
+
+    @available(*, deprecated, message: "uses the names of before 1.0 on purpose")
+    @Test func theEngineSettingsKeepTheirOldNames() {
+        let delivery: APIDelivery = .immediate
+        guard case .inline = delivery else {
+            Issue.record("`.immediate` is `.inline`")
+            return
+        }
+        let execution: APIExecution = .inline
+        let lanes = APIWorkLanes(label: "renamed", count: 1)
+        #expect(lanes.queues.count == 1)
+        let engine = APIEngine(
+            transport: MockTransport(), delivery: delivery, execution: execution,
+            defaultHeaders: APIDefaultHeaders.none)
+        #expect(engine.defaultHeaders == APIEngine.DefaultHeaders.none)
+        let mode: APIThrottleMode = .ignore
+        #expect(mode == APIConcurrencyPolicy.ThrottleMode.ignore)
+        let cookie: APICookie? = nil
+        #expect(cookie == nil)
     }
 }

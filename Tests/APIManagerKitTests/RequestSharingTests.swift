@@ -39,7 +39,7 @@ struct RequestSharingTests {
     private func make() -> (MockTransport, ProfileManager, EventRecorder) {
         let transport = MockTransport()
         transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
-        let manager = ProfileManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let manager = ProfileManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let recorder = EventRecorder()
         manager.delegate = recorder
         return (transport, manager, recorder)
@@ -123,7 +123,7 @@ struct RequestSharingTests {
         session.signIn(with: APIAuthentication.Credential(accessToken: "t0ken"))
         let manager = ProfileManager(
             engine: APIEngine(
-                transport: transport, delivery: .immediate, execution: .inline, cache: APIResponseCache(disk: nil),
+                transport: transport, delivery: .inline, execution: .inline, cache: APIResponseCache(disk: nil),
                 authentication: session))
         let first = manager.send(ProfileRequest())
         let second = manager.send(ProfileRequest())
@@ -136,7 +136,7 @@ struct RequestSharingTests {
     @Test func unsafeMethodsAreSharedOnlyWhenTheRequestOptsIn() {
         let transport = MockTransport()
         transport.stub(nil, "/profile", MockTransport.Reply.json(#"{"value":"ada"}"#).held())
-        let manager = ProfileManager(engine: APIEngine(transport: transport, delivery: .immediate, execution: .inline))
+        let manager = ProfileManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         let body = APIRequestBody(data: Data("{}".utf8), contentType: "application/json")
         manager.send(ProfileRequest(method: .post, body: body))
         manager.send(ProfileRequest(method: .post, body: body))
@@ -184,7 +184,7 @@ struct RequestSharingTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/profile", MockTransport.Reply.failure(.networkConnectionLost).after(1))
         let manager = ProfileManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let first = manager.send(ProfileRequest())
         let second = manager.send(ProfileRequest())
         clock.advance(by: 1)
@@ -206,7 +206,7 @@ struct RequestSharingTests {
             MockTransport.Reply.json(#"{"value":"ada"}"#).after(latency))
         let manager = ProfileManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, retryBudget: retryBudget))
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, retryBudget: retryBudget))
         return (clock, transport, manager)
     }
 

@@ -67,7 +67,7 @@ func outcome<Response: APIResponse>(
     let transport = MockTransport(clock: clock)
     transport.stub(nil, "/r", reply)
     let manager = GenericManager<Response>(
-        engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline),
+        engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline),
         messageOverride: message)
     do {
         return .success(try await manager.response(for: TestRequest("/r")))
@@ -193,13 +193,13 @@ struct ResponseHandlingTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/r", .json("{}"))
         let manager = GenericManager<Echo>(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         _ = try await manager.response(for: TestRequest("/r"))
         var custom = TestRequest("/r")
         custom.headers = ["Accept": "application/vnd.test+json"]
         _ = try await manager.response(for: custom)
         let raw = GenericManager<APIRawResponse>(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         _ = try await raw.response(for: TestRequest("/r"))
         #expect(
             transport.requests.map { $0.value(forHTTPHeaderField: "Accept") }

@@ -33,7 +33,7 @@ struct ResponseTests {
         let h = Harness()
         h.transport.stub(nil, "/weather", reply)
         let api = WeatherAPI(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         return api.send(TestRequest("/weather")).state
     }
 
@@ -41,7 +41,7 @@ struct ResponseTests {
         let h = Harness()
         h.transport.stub(nil, "/weather", .json(#"{"code":0,"message":"ok","result":{"city":"Lisbon"}}"#))
         let api = WeatherAPI(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let weather = try await api.response(for: TestRequest("/weather"))
         #expect(weather.city == "Lisbon")
     }

@@ -173,7 +173,7 @@ struct RetryTests {
         let h = Harness()
         h.transport.stub(nil, "/garbage", .status(200, body: Data("not json".utf8)))
         let manager = AlwaysRetryManager(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let task = manager.send(TestRequest("/garbage"))
         #expect(task.state.name == "decoding")
         #expect(manager.askedAttempts.withLock { $0 } == [])
@@ -183,7 +183,7 @@ struct RetryTests {
         let h = Harness()
         h.transport.stub(nil, "/bad", .status(400), .json("{}"))
         let manager = AlwaysRetryManager(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let task = manager.send(TestRequest("/bad"))
         #expect(task.state.name == "waitingForRetry")
         h.clock.advance(by: 0.25)
@@ -207,7 +207,7 @@ struct RetryTests {
     @Test func aLateCallbackFromAnOldAttemptIsDropped() {
         let h = Harness()
         let late = LateTransport()
-        let engine = APIEngine(transport: late, clock: h.clock, delivery: .immediate, execution: .inline)
+        let engine = APIEngine(transport: late, clock: h.clock, delivery: .inline, execution: .inline)
         let manager = TestManager(engine: engine)
         manager.delegate = h.recorder
         let task = manager.send(TestRequest("/x", retry: APIRetryPolicy(maxAttempts: 3, baseDelay: 1, jitter: .none)))

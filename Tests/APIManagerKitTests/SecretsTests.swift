@@ -116,7 +116,7 @@ struct SecretsTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/items", .json("{}"))
         let api = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         let lines = Locked<[String]>([])
         api.engine.eventMonitor = { event in lines.withLock { $0.append(event.description) } }
         var sent = TestRequest("")
@@ -133,7 +133,7 @@ struct SecretsTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/items", .json("{}"))
         let api = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         api.engine.secretNames = ["X-Tenant-Pin", "tenant"]
         let events = Locked<[APIEvent]>([])
         api.engine.eventMonitor = { event in events.withLock { $0.append(event) } }

@@ -87,9 +87,9 @@ typealias OrdersAPI = ProfileAPI
 struct SessionCodeSamplesTests {
     @Test func theDefaultHeadersSampleAddsAKeyReplacesTheAgentAndRemovesTheLanguage() {
         let apiKey = "k-123"
-        var headers = APIDefaultHeaders.standard
+        var headers = APIEngine.DefaultHeaders.standard
         headers["X-Api-Key"] = apiKey  // an API key on every request
-        headers["User-Agent"] = "Shop/2.1 APIManagerKit/\(APIDefaultHeaders.packageVersion)"
+        headers["User-Agent"] = "Shop/2.1 APIManagerKit/\(APIEngine.DefaultHeaders.packageVersion)"
         headers["Accept-Language"] = nil  // removed
         let engine = APIEngine(defaultHeaders: headers)  // or .none: no default header at all
         #expect(engine.defaultHeaders.fields == ["X-Api-Key": "k-123", "User-Agent": "Shop/2.1 APIManagerKit/0.1.0"])
@@ -101,7 +101,7 @@ struct SessionCodeSamplesTests {
         transport.stub(nil, "/me", .status(200, body: Data("RETRY".utf8)), .status(200))
         let api = ProfileAPI(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline,
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
                 interceptors: [Signer(keychain: Keychain(key: "s3cret"))]))
         // The keychain actor suspends the interceptor, so the attempt goes on on the actor's
         // thread: the test awaits the delegate's events (no sleep, and no blocked thread of the
@@ -153,7 +153,7 @@ struct SessionCodeSamplesTests {
         session.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
         let api = ProfileAPI(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: .inline, authentication: session))
+                transport: transport, clock: clock, delivery: .inline, execution: .inline, authentication: session))
         let tasks = (0..<3).map { _ in api.send(ProfileRequest()) }  // the first refused: one refresh, held
         #expect(refresher.refreshCount == 1)
         refresher.release()  // token-1; all three go with it

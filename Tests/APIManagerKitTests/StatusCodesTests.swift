@@ -44,7 +44,7 @@ struct StatusCodesTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/conflict", .status(409))
         transport.stub(nil, "/created", .status(201))
-        let api = API(engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+        let api = API(engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         #expect(api.send(ConflictTolerant(path: "conflict")).state.description == "finished")
         #expect(api.send(ConflictTolerant(path: "created")).state.name == "status(201)")
     }
@@ -78,7 +78,7 @@ struct StatusCodesTests {
             transport.stub(nil, "/created", .status(201))
             transport.stub(nil, "/accepted", .status(202))
             let api = RawAPI<Request>(
-                engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+                engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
             return ["created", "accepted"].map { api.send(make($0)).state.name }
         }
         let expected = ["finished", "status(202)"]

@@ -35,7 +35,7 @@ struct StreamingTests {
         let mock = MockTransport(clock: clock)
         mock.stub(nil, "/feed", replies: replies)
         let feed = Feed(
-            engine: APIEngine(transport: transport ?? mock, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport ?? mock, clock: clock, delivery: .inline, execution: .inline))
         let recorder = EventRecorder()
         feed.delegate = recorder
         return (clock, mock, feed, recorder)

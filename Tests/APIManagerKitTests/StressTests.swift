@@ -111,7 +111,7 @@ struct StressTests {
         let managers = recorders.map { recorder in
             let manager = TestManager(
                 engine: APIEngine(
-                    transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5), delivery: .immediate,
+                    transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5), delivery: .inline,
                     execution: .inline))
             manager.delegate = recorder
             return manager
@@ -171,7 +171,7 @@ struct StressTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/cart", MockTransport.Reply.json("{}").after(0.01))
         let manager = TestManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             for _ in 0..<100 { manager.send(TestRequest("/cart", .waitUntilDone)) }
         }
@@ -196,8 +196,8 @@ struct SharedLanesTests {
             Issue.record("the default execution is lanes")
             return
         }
-        #expect(first === APIWorkLanes.shared && second === first)
-        guard case .lanes(let own) = APIExecution.concurrent() else { return }
-        #expect(own !== APIWorkLanes.shared, "an engine may still ask for lanes of its own")
+        #expect(first === APIEngine.WorkLanes.shared && second === first)
+        guard case .lanes(let own) = APIEngine.Execution.concurrent() else { return }
+        #expect(own !== APIEngine.WorkLanes.shared, "an engine may still ask for lanes of its own")
     }
 }

@@ -132,13 +132,13 @@ final class Harness: @unchecked Sendable {
     init(
         clock: TestClock = TestClock(), random: Double = 0.5, interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
-        defaultHeaders: APIDefaultHeaders = .standard
+        defaultHeaders: APIEngine.DefaultHeaders = .standard
     ) {
         self.clock = clock
         transport = MockTransport(clock: clock)
         manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .immediate,
+                transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .inline,
                 execution: .inline, interceptors: interceptors, authentication: authentication,
                 defaultHeaders: defaultHeaders))
         manager.delegate = recorder
@@ -192,7 +192,7 @@ final class RequestHookManager: APIManager, @unchecked Sendable {
         urlRequest: @escaping @Sendable (APITask<TestRequest>) throws -> URLRequest
     ) {
         engine = APIEngine(
-            transport: harness.transport, clock: harness.clock, delivery: .immediate, execution: .inline,
+            transport: harness.transport, clock: harness.clock, delivery: .inline, execution: .inline,
             interceptors: interceptors)
         makeRequest = urlRequest
     }

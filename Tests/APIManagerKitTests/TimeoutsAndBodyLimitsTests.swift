@@ -32,7 +32,7 @@ struct TimeoutsAndBodyLimitsTests {
         let transport = MockTransport(clock: clock)
         let recorder = EventRecorder()
         let manager = LimitedManager(
-            engine: APIEngine(transport: transport, clock: clock, delivery: .immediate, execution: .inline))
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
         manager.delegate = recorder
         return (manager, transport, recorder)
     }
@@ -118,7 +118,7 @@ struct TimeoutsAndBodyLimitsTests {
         let h = Harness()
         h.transport.stub(nil, "/flaky", .status(503))
         let manager = Hooked(
-            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .immediate, execution: .inline),
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline),
             delay: delay)
         manager.delegate = h.recorder
         let task = manager.send(TestRequest("/flaky"))
@@ -156,7 +156,7 @@ struct TimeoutsAndBodyLimitsTests {
         let cache = APIResponseCache(disk: nil, clock: cacheClock)
         let manager = TestManager(
             engine: APIEngine(
-                transport: transport, clock: engineClock, delivery: .immediate, execution: .inline, cache: cache))
+                transport: transport, clock: engineClock, delivery: .inline, execution: .inline, cache: cache))
         var request = TestRequest("/feed")
         manager.send(request)
         engineClock.advance(by: 3_600)

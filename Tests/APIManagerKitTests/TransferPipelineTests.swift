@@ -43,7 +43,7 @@ struct TransferPipelineTests {
         mock.stub(nil, "/file", replies: replies)
         let transfers = Transfers(
             engine: APIEngine(
-                transport: mock, clock: clock, delivery: .immediate, execution: .inline, cache: cache,
+                transport: mock, clock: clock, delivery: .inline, execution: .inline, cache: cache,
                 interceptors: interceptors))
         let recorder = EventRecorder()
         transfers.delegate = recorder
@@ -237,7 +237,7 @@ struct TransferPipelineTests {
         let mock = MockTransport(clock: clock)
         mock.stub(nil, path, replies: [Self.cachable, Self.cachable.inChunks(2, every: 0.1)])
         let transfers = PickyTransfers(
-            engine: APIEngine(transport: mock, clock: clock, delivery: .immediate, execution: .inline, cache: cache))
+            engine: APIEngine(transport: mock, clock: clock, delivery: .inline, execution: .inline, cache: cache))
         return (clock, mock, transfers)
     }
 

@@ -128,12 +128,12 @@ struct TransportSeamTests {
 
     private func manager(
         _ transport: any APITransport, authentication: APIAuthentication? = nil,
-        execution: APIExecution = .inline, clock: TestClock = TestClock(), cache: APIResponseCache? = nil,
+        execution: APIEngine.Execution = .inline, clock: TestClock = TestClock(), cache: APIResponseCache? = nil,
         persistedHeaders: APIPersistedHeaders? = nil
     ) -> SeamManager {
         SeamManager(
             engine: APIEngine(
-                transport: transport, clock: clock, delivery: .immediate, execution: execution, cache: cache,
+                transport: transport, clock: clock, delivery: .inline, execution: execution, cache: cache,
                 persistedHeaders: persistedHeaders, authentication: authentication))
     }
 
@@ -374,7 +374,7 @@ struct TransportSeamTests {
         try Data("file body".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let transport = HeldSinkTransport()  // written for send(_: URLRequest, options:completion:)
-        let engine = APIEngine(transport: transport, clock: TestClock(), delivery: .immediate, execution: .inline)
+        let engine = APIEngine(transport: transport, clock: TestClock(), delivery: .inline, execution: .inline)
         SeamManager(engine: engine).send(SeamRequest(method: .put, body: .file(file), totalTimeout: 9))
         let options = try #require(transport.options)
         #expect(options.bodyFile == file)

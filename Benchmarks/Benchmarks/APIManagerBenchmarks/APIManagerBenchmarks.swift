@@ -20,13 +20,13 @@ final class PingAPI: APIManager {
     typealias Response = APIEmptyResponse
     let engine: APIEngine
     init(transport: any APITransport) {
-        engine = APIEngine(transport: transport, delivery: .immediate, execution: .inline)
+        engine = APIEngine(transport: transport, delivery: .inline, execution: .inline)
     }
 }
 
 /// Counts terminal events, so delivery is part of what is measured.
 final class CountingDelegate: APIManagerDelegate, @unchecked Sendable {
-    // @unchecked: events arrive one at a time (`.immediate` delivery serialises them).
+    // @unchecked: events arrive one at a time (`.inline` delivery serialises them).
     var finished = 0
     var failed = 0
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {

@@ -91,7 +91,7 @@ func registerCacheBenchmarks() {
             fatalError("cannot start the loopback server")
         }
         let api = CachedAPI(
-            engine: APIEngine(delivery: .immediate, execution: .inline, cache: APIResponseCache(disk: nil)))
+            engine: APIEngine(delivery: .inline, execution: .inline, cache: APIResponseCache(disk: nil)))
         _ = try await api.response(for: CachedRequest(url: url, cacheOption: .networkOnly))
         benchmark.startMeasurement()
         for _ in 0..<requests {
@@ -104,7 +104,7 @@ func registerCacheBenchmarks() {
         guard let server = LoopbackServer(), let url = URL(string: "http://127.0.0.1:\(server.port)/item") else {
             fatalError("cannot start the loopback server")
         }
-        let api = CachedAPI(engine: APIEngine(delivery: .immediate, execution: .inline))
+        let api = CachedAPI(engine: APIEngine(delivery: .inline, execution: .inline))
         _ = try await api.response(for: CachedRequest(url: url, cacheOption: .networkOnly))
         benchmark.startMeasurement()
         for _ in 0..<requests {

@@ -148,8 +148,8 @@ final class FileAPI: APIManager {
     let engine: APIEngine
     private let done: @Sendable (Bool) -> Void
 
-    init(transport: any APITransport, execution: APIExecution, done: @escaping @Sendable (Bool) -> Void) {
-        engine = APIEngine(transport: transport, delivery: .immediate, execution: execution)
+    init(transport: any APITransport, execution: APIEngine.Execution, done: @escaping @Sendable (Bool) -> Void) {
+        engine = APIEngine(transport: transport, delivery: .inline, execution: execution)
         self.done = done
     }
 
@@ -176,7 +176,7 @@ final class ManagerClient: @unchecked Sendable {
 
     func send(_ url: URL, done: @escaping @Sendable (Bool) -> Void, run: Int) {
         if current?.run != run {
-            let execution: APIExecution = inline ? .inline : .concurrent()
+            let execution: APIEngine.Execution = inline ? .inline : .concurrent()
             current = (FileAPI(transport: transport, execution: execution, done: done), run)
         }
         current?.api.send(FileRequest(url: url))

@@ -94,7 +94,7 @@ struct LineRequest: APIRequest {
     var concurrencyPolicy: APIConcurrencyPolicy = .waitUntilDone
     var priority = 0
     var sharing: APIRequestSharing = .never
-    var throttleMode: APIThrottleMode = .wait
+    var throttleMode: APIConcurrencyPolicy.ThrottleMode = .wait
     var group: APIConcurrencyGroup?
     var concurrencyGroup: APIConcurrencyGroup? { group }
 }
@@ -120,7 +120,7 @@ final class LineAPI: APIManager {
 }
 
 final class Counter: APIManagerDelegate, @unchecked Sendable {
-    // @unchecked: `.immediate` delivery on one thread.
+    // @unchecked: `.inline` delivery on one thread.
     var finished = 0
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
         finished += 1
@@ -145,7 +145,7 @@ else {
 /// the engine and returns what sends task number N.
 func runHeld(_ name: String, count: Int, sender: (APIEngine) -> (Int) -> Void) {
     let holding = HoldingTransport()
-    let send = sender(APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
+    let send = sender(APIEngine(transport: holding, delivery: .inline, execution: .inline, defaultHeaders: .none))
     let start = DispatchTime.now().uptimeNanoseconds
     for index in 0..<count { send(index) }
     while holding.completeNext() {}
@@ -217,7 +217,7 @@ func runPaced(_ name: String, count: Int, step: TimeInterval, request: LineReque
     let holding = HoldingTransport()
     let api = LineAPI(
         engine: APIEngine(
-            transport: holding, clock: clock, delivery: .immediate, execution: .inline, defaultHeaders: .none))
+            transport: holding, clock: clock, delivery: .inline, execution: .inline, defaultHeaders: .none))
     api.delegate = heldCounter
     let start = DispatchTime.now().uptimeNanoseconds
     for _ in 0..<count {
@@ -250,7 +250,7 @@ case "line":
     // (through `runHeld` the same tasks count about 3k instructions more each).
     let holding = HoldingTransport()
     let queueAPI = QueueAPI(
-        engine: APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
+        engine: APIEngine(transport: holding, delivery: .inline, execution: .inline, defaultHeaders: .none))
     queueAPI.delegate = heldCounter
     let start = DispatchTime.now().uptimeNanoseconds
     for _ in 0..<count { queueAPI.send(QueuedRequest()) }
@@ -299,7 +299,7 @@ case "group":
     let managers = (0..<4).map { _ in
         LineAPI(
             engine: APIEngine(
-                transport: InstantTransport(), delivery: .immediate, execution: .inline, defaultHeaders: .none))
+                transport: InstantTransport(), delivery: .inline, execution: .inline, defaultHeaders: .none))
     }
     let start = DispatchTime.now().uptimeNanoseconds
     DispatchQueue.concurrentPerform(iterations: 4) { thread in
@@ -321,7 +321,7 @@ case "waiting-memory":
     }
     let holding = HoldingTransport()
     let lineAPI = LineAPI(
-        engine: APIEngine(transport: holding, delivery: .immediate, execution: .inline, defaultHeaders: .none))
+        engine: APIEngine(transport: holding, delivery: .inline, execution: .inline, defaultHeaders: .none))
     lineAPI.send(LineRequest())
     let before = residentBytes()
     for index in 0..<count { lineAPI.send(LineRequest(priority: index % 8)) }
@@ -338,7 +338,7 @@ default:
 let authentication = APIAuthentication(authenticator: StaticTokens())
 authentication.signIn(with: APIAuthentication.Credential(accessToken: "t0ken"))
 let engine = APIEngine(
-    transport: InstantTransport(), delivery: .immediate, execution: .inline,
+    transport: InstantTransport(), delivery: .inline, execution: .inline,
     interceptors: variant == "interceptor" ? [PassThrough()] : variant == "both" ? [PassThroughBoth()] : [],
     authentication: variant == "authenticated" ? authentication : nil,
     defaultHeaders: variant == "plain" ? .none : .standard)

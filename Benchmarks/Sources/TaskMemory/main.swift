@@ -31,7 +31,7 @@ final class Client: APIManager {
     typealias Request = Ping
     typealias Response = APIRawResponse
     let engine: APIEngine
-    init() { engine = APIEngine(transport: InstantTransport(), delivery: .immediate) }
+    init() { engine = APIEngine(transport: InstantTransport(), delivery: .inline) }
 }
 
 func residentKiB() -> Int {

@@ -75,11 +75,11 @@ let directory = FileManager.default.temporaryDirectory.appendingPathComponent("W
 defer { try? FileManager.default.removeItem(at: directory) }
 
 print("send(_:) on the sender's thread, 1 MiB JSON body, memory + disk cache (median of 101 sends)")
-for (label, execution) in [("work queue", APIExecution.concurrent()), ("inline", .inline)] {
+for (label, execution) in [("work queue", APIEngine.Execution.concurrent()), ("inline", .inline)] {
     let ends = Ends()
     let api = UploadAPI(
         engine: APIEngine(
-            transport: InstantTransport(), delivery: .immediate, execution: execution,
+            transport: InstantTransport(), delivery: .inline, execution: execution,
             cache: APIResponseCache(disk: .init(directory: directory))))
     api.delegate = ends
     var samples: [Double] = []
@@ -102,9 +102,9 @@ for (label, execution) in [("work queue", APIExecution.concurrent()), ("inline",
 
 let cores = ProcessInfo.processInfo.activeProcessorCount
 print("8 responses whose build takes 10 ms of CPU each, \(cores) cores (median of 9 runs)")
-for (label, execution) in [("work queue", APIExecution.concurrent()), ("inline", .inline)] {
+for (label, execution) in [("work queue", APIEngine.Execution.concurrent()), ("inline", .inline)] {
     let ends = Ends()
-    let api = HeavyAPI(engine: APIEngine(transport: InstantTransport(), delivery: .immediate, execution: execution))
+    let api = HeavyAPI(engine: APIEngine(transport: InstantTransport(), delivery: .inline, execution: execution))
     api.delegate = ends
     var samples: [Double] = []
     for _ in 0..<9 {

@@ -16,7 +16,7 @@ import FoundationNetworking
 /// ```
 ///
 /// - `Domain`, `Path`, `Secure`, `HttpOnly`, `Expires` (the lenient cookie-date of RFC 6265 §5.1.1),
-///   `Max-Age` (which wins over `Expires`) and `SameSite` are kept on each ``APICookie``.
+///   `Max-Age` (which wins over `Expires`) and `SameSite` are kept on each ``APICookieStore/Cookie``.
 /// - A cookie is never stored for a domain broader than the host that set it allows: the `Domain`
 ///   must be the host or a domain above it (never for an IP address), and not a single label nor a
 ///   known public suffix (`co.uk`, `github.io`…; a short built-in list, not the whole Public Suffix
@@ -56,7 +56,7 @@ public final class APICookieStore: Sendable, Hashable {
     private let written = LockedState<UInt64>(0)
 
     private struct State {
-        var cookies: [APICookie] = []
+        var cookies: [APICookieStore.Cookie] = []
         var writeError: (any Error)?
         /// Increases with every change, so that an older snapshot is never written over a newer one.
         var version: UInt64 = 0
@@ -73,7 +73,7 @@ public final class APICookieStore: Sendable, Hashable {
         self.maxCookiesPerDomain = max(1, maxCookiesPerDomain)
         self.maxCookies = max(1, maxCookies)
         let stored = fileURL.flatMap { try? Data(contentsOf: $0) }.flatMap {
-            try? JSONDecoder().decode([APICookie].self, from: $0)
+            try? JSONDecoder().decode([APICookieStore.Cookie].self, from: $0)
         }
         self.state = LockedState(State(cookies: (stored ?? []).filter { $0.expires != nil }))
     }
@@ -82,7 +82,7 @@ public final class APICookieStore: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     /// Every cookie kept, expired ones included until the next change removes them.
-    public var allCookies: [APICookie] { state.withLock { $0.cookies } }
+    public var allCookies: [APICookieStore.Cookie] { state.withLock { $0.cookies } }
 
     /// Why the last write to ``fileURL`` failed; `nil` when it succeeded or there is no file.
     public var lastWriteError: (any Error)? { state.withLock { $0.writeError } }
@@ -90,9 +90,9 @@ public final class APICookieStore: Sendable, Hashable {
     /// The cookies a request to `url` carries at `now`, longest path first, then oldest first; their
     /// last-access time becomes `now` (RFC 6265 §5.4 step 3), in memory (the file keeps the time of
     /// the last change).
-    public func cookies(for url: URL, at now: Date = Date()) -> [APICookie] {
+    public func cookies(for url: URL, at now: Date = Date()) -> [APICookieStore.Cookie] {
         state.withLock { state in
-            var matching: [APICookie] = []
+            var matching: [APICookieStore.Cookie] = []
             for index in state.cookies.indices where state.cookies[index].matches(url, at: now) {
                 state.cookies[index].lastAccessed = now
                 matching.append(state.cookies[index])
@@ -125,7 +125,7 @@ public final class APICookieStore: Sendable, Hashable {
             Self.cookie(from: $0, host: host, secureOrigin: isSecureOrigin, defaultPath: defaultPath, now: now)
         }
         guard !incoming.isEmpty else { return 0 }
-        let (changed, snapshot) = state.withLock { state -> (Int, (UInt64, [APICookie])?) in
+        let (changed, snapshot) = state.withLock { state -> (Int, (UInt64, [APICookieStore.Cookie])?) in
             var changed = 0
             for cookie in incoming {
                 // RFC 6265bis §5.7 step 16: a cookie from an insecure origin leaves a Secure one alone.
@@ -174,7 +174,7 @@ public final class APICookieStore: Sendable, Hashable {
     /// Whether `new`, from an insecure origin, would set or shadow the Secure cookie `stored` (RFC
     /// 6265bis §5.7 step 16): the same name, domains that domain-match either way, and the new path
     /// path-matches the stored one.
-    private static func shadows(_ new: APICookie, _ stored: APICookie) -> Bool {
+    private static func shadows(_ new: APICookieStore.Cookie, _ stored: APICookieStore.Cookie) -> Bool {
         stored.name == new.name
             && (CookieRules.domainMatches(host: stored.domain, domain: new.domain)
                 || CookieRules.domainMatches(host: new.domain, domain: stored.domain))
@@ -184,7 +184,7 @@ public final class APICookieStore: Sendable, Hashable {
     /// The cookie a parsed `Set-Cookie` makes for `host`, or `nil` when the storage rules refuse it.
     private static func cookie(
         from parsed: CookieRules.Parsed, host: String, secureOrigin: Bool, defaultPath: String, now: Date
-    ) -> APICookie? {
+    ) -> APICookieStore.Cookie? {
         // Prefixes (RFC 6265bis §4.1.3) and Secure from a secure origin only.
         if parsed.isSecure && !secureOrigin { return nil }
         // The prefixes are matched without regard to case (RFC 6265bis §5.7 steps 20–21).
@@ -216,7 +216,7 @@ public final class APICookieStore: Sendable, Hashable {
             // RFC 6265bis caps a lifetime at 400 days.
             expires = min(date, now.addingTimeInterval(400 * 24 * 3600))
         }
-        return APICookie(
+        return APICookieStore.Cookie(
             name: parsed.name, value: parsed.value, domain: domain, isHostOnly: hostOnly,
             path: parsed.path ?? defaultPath, isSecure: parsed.isSecure, isHTTPOnly: parsed.isHTTPOnly,
             expires: expires, sameSite: parsed.sameSite, created: now, lastAccessed: now)
@@ -224,7 +224,7 @@ public final class APICookieStore: Sendable, Hashable {
 
     /// Keeps the limits (RFC 6265 §5.3): the least recently used cookies of a crowded domain go
     /// first, then the least recently used of all.
-    private func evict(_ cookies: inout [APICookie]) {
+    private func evict(_ cookies: inout [APICookieStore.Cookie]) {
         var perDomain: [String: Int] = [:]
         for cookie in cookies { perDomain[cookie.domain, default: 0] += 1 }
         if perDomain.values.contains(where: { $0 > maxCookiesPerDomain }) {
@@ -245,7 +245,7 @@ public final class APICookieStore: Sendable, Hashable {
 
     /// Writes the persistent cookies of change `version` to ``fileURL``, owner-only and atomically,
     /// unless a newer change was written already.
-    private func persist(_ cookies: [APICookie], version: UInt64) {
+    private func persist(_ cookies: [APICookieStore.Cookie], version: UInt64) {
         guard let fileURL else { return }
         let failure: (any Error)?? = written.withLock { written in
             guard version > written else { return nil }

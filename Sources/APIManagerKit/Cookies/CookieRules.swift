@@ -26,7 +26,7 @@ enum CookieRules {
         var path: String?
         var isSecure = false
         var isHTTPOnly = false
-        var sameSite: APICookie.SameSite?
+        var sameSite: APICookieStore.Cookie.SameSite?
     }
 
     // MARK: Parsing (§5.2)
@@ -68,7 +68,7 @@ enum CookieRules {
             case "httponly":
                 parsed.isHTTPOnly = true
             case "samesite":
-                parsed.sameSite = APICookie.SameSite(rawValue: attributeValue.lowercased())
+                parsed.sameSite = APICookieStore.Cookie.SameSite(rawValue: attributeValue.lowercased())
             default:
                 continue
             }

@@ -72,8 +72,8 @@ extension APIManager {
         set { engine.setDelegate(newValue.map { $0 as AnyObject }, of: self) }
     }
 
-    /// Where delegate events are delivered: `.queue(.main)` unless set (see ``APIDelivery``).
-    public var eventDelivery: APIDelivery {
+    /// Where delegate events are delivered: `.queue(.main)` unless set (see ``APIEngine/Delivery``).
+    public var eventDelivery: APIEngine.Delivery {
         get { engine.eventDelivery }
         set { engine.eventDelivery = newValue }
     }

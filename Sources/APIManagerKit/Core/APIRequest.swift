@@ -69,9 +69,9 @@ public protocol APIRequest: Sendable {
     /// in seconds of the engine's clock. `1` unless overridden; a negative value or one that is not a
     /// finite number counts as `0`.
     var throttleInterval: TimeInterval { get }
-    /// What a ``APIConcurrencyPolicy/throttle`` task sent before its turn does. ``APIThrottleMode/wait``
+    /// What a ``APIConcurrencyPolicy/throttle`` task sent before its turn does. ``APIConcurrencyPolicy/ThrottleMode/wait``
     /// unless overridden.
-    var throttleMode: APIThrottleMode { get }
+    var throttleMode: APIConcurrencyPolicy.ThrottleMode { get }
     /// Whether an attempt shares one network attempt with identical requests of the engine in flight
     /// at the same time (see ``APIRequestSharing``). ``APIRequestSharing/never`` unless overridden.
     var sharing: APIRequestSharing { get }
@@ -157,7 +157,7 @@ extension APIRequest {
     public var concurrencyLimit: Int { 4 }
     public var debounceInterval: TimeInterval { 0.3 }
     public var throttleInterval: TimeInterval { 1 }
-    public var throttleMode: APIThrottleMode { .wait }
+    public var throttleMode: APIConcurrencyPolicy.ThrottleMode { .wait }
     public var sharing: APIRequestSharing { .never }
     public var concurrencyGroup: APIConcurrencyGroup? { nil }
     public var lineLimit: APILineLimit? { nil }

@@ -75,7 +75,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
         init() {}
 
-        init(debounceInterval: Double, throttleInterval: Double, throttleMode: APIThrottleMode) {
+        init(debounceInterval: Double, throttleInterval: Double, throttleMode: APIConcurrencyPolicy.ThrottleMode) {
             self.debounceInterval = debounceInterval.isFinite ? max(0, debounceInterval) : 0
             self.throttleInterval = throttleInterval.isFinite ? max(0, throttleInterval) : 0
             self.throttleWaits = throttleMode == .wait

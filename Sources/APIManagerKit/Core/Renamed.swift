@@ -36,3 +36,27 @@ public typealias APIInMemoryCredentialStore = APIAuthentication.InMemoryCredenti
 /// The name of ``APIAuthentication/FileCredentialStore`` before 1.0.
 @available(*, deprecated, renamed: "APIAuthentication.FileCredentialStore")
 public typealias APIFileCredentialStore = APIAuthentication.FileCredentialStore
+
+/// The name of ``APIEngine/Delivery`` before 1.0.
+@available(*, deprecated, renamed: "APIEngine.Delivery")
+public typealias APIDelivery = APIEngine.Delivery
+
+/// The name of ``APIEngine/Execution`` before 1.0.
+@available(*, deprecated, renamed: "APIEngine.Execution")
+public typealias APIExecution = APIEngine.Execution
+
+/// The name of ``APIEngine/WorkLanes`` before 1.0.
+@available(*, deprecated, renamed: "APIEngine.WorkLanes")
+public typealias APIWorkLanes = APIEngine.WorkLanes
+
+/// The name of ``APIEngine/DefaultHeaders`` before 1.0.
+@available(*, deprecated, renamed: "APIEngine.DefaultHeaders")
+public typealias APIDefaultHeaders = APIEngine.DefaultHeaders
+
+/// The name of ``APIConcurrencyPolicy/ThrottleMode`` before 1.0.
+@available(*, deprecated, renamed: "APIConcurrencyPolicy.ThrottleMode")
+public typealias APIThrottleMode = APIConcurrencyPolicy.ThrottleMode
+
+/// The name of ``APICookieStore/Cookie`` before 1.0.
+@available(*, deprecated, renamed: "APICookieStore.Cookie")
+public typealias APICookie = APICookieStore.Cookie

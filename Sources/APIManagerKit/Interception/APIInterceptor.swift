@@ -18,7 +18,7 @@ import FoundationNetworking
 ///
 /// Both methods are called once per attempt (a replay after a credential refresh included), never
 /// while a lock of the engine is held, in a Swift task of the attempt's own, on the executor the
-/// engine's ``APIExecution`` says: with `.inline` on the thread that starts the attempt (and, after
+/// engine's ``APIEngine/Execution`` says: with `.inline` on the thread that starts the attempt (and, after
 /// a suspension, on the thread that resumes it); with `.queue` on the engine's work queue.
 /// Cancelling the task while an interceptor runs ends the task at once, with one terminal event,
 /// and cancels that Swift task; whatever the interceptor returns afterwards is ignored.

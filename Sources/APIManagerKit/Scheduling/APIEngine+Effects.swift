@@ -47,7 +47,7 @@ extension APIEngine {
 
     /// Performs what a transition of the machine decided: cancellations, observers, timers, attempt
     /// starts, and the delivery of queued events (`delivery`, when they are to be scheduled).
-    func perform(_ actions: SchedulingMachine.Actions, delivery: APIDelivery?) {
+    func perform(_ actions: SchedulingMachine.Actions, delivery: APIEngine.Delivery?) {
         actions.performCancellationsAndObservations()
         for action in actions.timersAndGrants {
             switch action {
@@ -97,10 +97,10 @@ extension APIEngine {
         switch delivery {
         // Weakly: a pending delivery must not keep a released manager's engine (and its tasks) alive.
         case .queue(let queue)?: queue.async { [weak self] in self?.deliverEvents() }
-        case .immediate?: deliverEvents()
+        case .inline?: deliverEvents()
         case nil: break
         }
-        // Freed group slots go on last, so that with `.immediate` delivery the terminal event of the
+        // Freed group slots go on last, so that with `.inline` delivery the terminal event of the
         // task that freed one comes before the start of the task (of any engine) that takes it.
         if !actions.timersAndGrants.isEmpty {
             for task in actions.grants { SchedulingMachine.Actions.grant(task) }

@@ -35,8 +35,8 @@ public final class APIEngine: @unchecked Sendable {
     public let persistedHeaders: APIPersistedHeaders?
     /// The cookies stored from responses and sent back (see ``APICookieStore``); `nil` for none.
     public let cookies: APICookieStore?
-    /// Where attempts are built and responses decoded (see ``APIExecution``).
-    public let execution: APIExecution
+    /// Where attempts are built and responses decoded (see ``APIEngine/Execution``).
+    public let execution: APIEngine.Execution
     /// The steps every attempt goes through, in order (see ``APIInterceptor``); none unless given.
     public let interceptors: [any APIInterceptor]
     /// The interceptors that adapt requests, in order.
@@ -46,8 +46,8 @@ public final class APIEngine: @unchecked Sendable {
     /// The credential every request carries and its single-flight refresh (see
     /// ``APIAuthentication``); `nil` for none.
     public let authentication: APIAuthentication?
-    /// The headers added to every request that does not set them (see ``APIDefaultHeaders``).
-    public let defaultHeaders: APIDefaultHeaders
+    /// The headers added to every request that does not set them (see ``APIEngine/DefaultHeaders``).
+    public let defaultHeaders: APIEngine.DefaultHeaders
     /// Fails attempts fast while an origin keeps failing (see ``APICircuitBreaker``); `nil` for none.
     public let circuitBreaker: APICircuitBreaker?
     /// Bounds retries to a fraction of requests (see ``APIRetryBudget``); `nil` for none.
@@ -71,7 +71,7 @@ public final class APIEngine: @unchecked Sendable {
     struct State {
         /// The scheduling rules and their state (see ``SchedulingMachine``).
         var machine = SchedulingMachine()
-        var delivery: APIDelivery
+        var delivery: APIEngine.Delivery
         var monitor: (@Sendable (APIEvent) -> Void)?
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
@@ -85,15 +85,15 @@ public final class APIEngine: @unchecked Sendable {
     ///   - clock: a ``DispatchClock`` unless given.
     ///   - randomSource: the system's generator unless given.
     ///   - delivery: `.queue(.main)` unless given.
-    ///   - execution: the serial lanes every engine of the process shares (``APIExecution/shared``,
-    ///     one per processor) unless given; ``APIExecution/concurrent(label:)`` for lanes of the
+    ///   - execution: the serial lanes every engine of the process shares (``APIEngine/Execution/shared``,
+    ///     one per processor) unless given; ``APIEngine/Execution/concurrent(label:)`` for lanes of the
     ///     engine's own; `.inline` for tests on a virtual clock.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
     ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
     ///   - interceptors: none unless given (see ``APIInterceptor``).
     ///   - authentication: none unless given (see ``APIAuthentication``).
-    ///   - defaultHeaders: ``APIDefaultHeaders/standard`` (`User-Agent`, `Accept-Language`) unless
-    ///     given; ``APIDefaultHeaders/none`` for none.
+    ///   - defaultHeaders: ``APIEngine/DefaultHeaders/standard`` (`User-Agent`, `Accept-Language`) unless
+    ///     given; ``APIEngine/DefaultHeaders/none`` for none.
     ///   - cookies: none unless given: no cookie is stored or sent (see ``APICookieStore``).
     ///   - circuitBreaker: none unless given (see ``APICircuitBreaker``).
     ///   - retryBudget: none unless given (see ``APIRetryBudget``).
@@ -101,13 +101,13 @@ public final class APIEngine: @unchecked Sendable {
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
         randomSource: any APIRandomSource = SystemRandomSource(),
-        delivery: APIDelivery = .queue(.main),
-        execution: APIExecution = .shared,
+        delivery: APIEngine.Delivery = .queue(.main),
+        execution: APIEngine.Execution = .shared,
         cache: APIResponseCache? = nil,
         persistedHeaders: APIPersistedHeaders? = nil,
         interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
-        defaultHeaders: APIDefaultHeaders = .standard,
+        defaultHeaders: APIEngine.DefaultHeaders = .standard,
         cookies: APICookieStore? = nil,
         circuitBreaker: APICircuitBreaker? = nil,
         retryBudget: APIRetryBudget? = nil
@@ -144,7 +144,7 @@ public final class APIEngine: @unchecked Sendable {
     // MARK: Settings
 
     /// Where events are delivered; settable at any time, affecting events produced afterwards.
-    public var eventDelivery: APIDelivery {
+    public var eventDelivery: APIEngine.Delivery {
         get { state.withLock { $0.delivery } }
         set { state.withLock { $0.delivery = newValue } }
     }
@@ -217,7 +217,7 @@ public final class APIEngine: @unchecked Sendable {
         // Not written as `transitionState`: the generic tuple it returns costs about 370 instructions
         // per task on this, the hottest path (SendCost `plain`).
         var actions = SchedulingMachine.Actions()
-        let delivery = state.withLock { state -> APIDelivery? in
+        let delivery = state.withLock { state -> APIEngine.Delivery? in
             event(&state.machine, &actions)
             return actions.deliverEvents ? state.delivery : nil
         }
@@ -233,7 +233,7 @@ public final class APIEngine: @unchecked Sendable {
         _ event: (inout State, inout SchedulingMachine.Actions) -> Value
     ) -> (actions: SchedulingMachine.Actions, value: Value) {
         var actions = SchedulingMachine.Actions()
-        let (delivery, value) = state.withLock { state -> (APIDelivery?, Value) in
+        let (delivery, value) = state.withLock { state -> (APIEngine.Delivery?, Value) in
             let value = event(&state, &actions)
             return (actions.deliverEvents ? state.delivery : nil, value)
         }

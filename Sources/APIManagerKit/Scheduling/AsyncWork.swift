@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 
 /// Runs the async parts of an attempt (interceptors, a credential refresh) where the engine's
-/// ``APIExecution`` says: with `.inline` on the thread that starts them and, after a suspension, on
+/// ``APIEngine/Execution`` says: with `.inline` on the thread that starts them and, after a suspension, on
 /// the thread that resumes them (so a test that resumes an interceptor sees its effects when the
 /// call returns); with `.queue` on that queue; with `.lanes`, each Swift task on one lane. (Apple systems older than macOS 15 and
 /// iOS 18 have no task executors: there the work runs on the global concurrent executor.)
@@ -10,7 +10,7 @@ struct AsyncWork: Sendable {
     /// Starts a Swift task on the chosen executor; `nil` where there are no task executors.
     private let starter: (@Sendable (@escaping @Sendable () async -> Void) -> Started)?
 
-    init(execution: APIExecution) {
+    init(execution: APIEngine.Execution) {
         guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else {
             starter = nil
             return

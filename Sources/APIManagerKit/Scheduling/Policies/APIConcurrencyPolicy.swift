@@ -36,15 +36,17 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     case debounce
     /// Starts at most once per ``APIRequest/throttleInterval`` in the scope, counted from the last
     /// `throttle` task's start; a task sent sooner waits for its turn or, if the request's
-    /// ``APIRequest/throttleMode`` is ``APIThrottleMode/ignore``, ends at once as ignored. At most one
+    /// ``APIRequest/throttleMode`` is ``APIConcurrencyPolicy/ThrottleMode/ignore``, ends at once as ignored. At most one
     /// refresh per interval.
     case throttle
 }
 
-/// What a ``APIConcurrencyPolicy/throttle`` task sent before its scope's next turn does.
-public enum APIThrottleMode: String, Sendable, Hashable, CaseIterable {
-    /// It waits for its turn, and starts then; later ones take the turns after it.
-    case wait
-    /// It ends at once as ignored (``APIError/ignored``) and is never sent.
-    case ignore
+extension APIConcurrencyPolicy {
+    /// What a ``APIConcurrencyPolicy/throttle`` task sent before its scope's next turn does.
+    public enum ThrottleMode: String, Sendable, Hashable, CaseIterable {
+        /// It waits for its turn, and starts then; later ones take the turns after it.
+        case wait
+        /// It ends at once as ignored (``APIError/ignored``) and is never sent.
+        case ignore
+    }
 }

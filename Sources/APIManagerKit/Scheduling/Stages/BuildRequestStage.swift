@@ -16,7 +16,7 @@ enum BuildRequestStage {
     }
 
     static func run(
-        _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIDefaultHeaders,
+        _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIEngine.DefaultHeaders,
         cookies: APICookieStore?, defersForms: Bool, now: @autoclosure () -> Date
     ) -> Result<Built, APIError> {
         do throws(APIError) {

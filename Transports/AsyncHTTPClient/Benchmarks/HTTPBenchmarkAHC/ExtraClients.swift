@@ -56,7 +56,7 @@ final class HeaderedAHCClient: Sendable {
     }
 }
 
-let ahcLikeClient = HeaderedAHCClient(client: likeClient, headers: APIDefaultHeaders.standard.fields)
+let ahcLikeClient = HeaderedAHCClient(client: likeClient, headers: APIEngine.DefaultHeaders.standard.fields)
 let ahcNoTracerClient: HeaderedAHCClient = {
     var configuration = HTTPClient.Configuration()
     configuration.tracing.tracer = nil
@@ -85,12 +85,12 @@ final class ManagerAHCClient: @unchecked Sendable {
     // @unchecked: `current` is replaced only between runs, on the sending thread, before the first
     // request of a run is sent.
     let transport: APIManagerKitAsyncHTTPClient.AsyncHTTPClientTransport
-    let execution: @Sendable () -> APIExecution
+    let execution: @Sendable () -> APIEngine.Execution
     private var current: (api: FileAPI, run: Int)?
 
     init(
         transport: APIManagerKitAsyncHTTPClient.AsyncHTTPClientTransport = .init(),
-        execution: @escaping @Sendable () -> APIExecution
+        execution: @escaping @Sendable () -> APIEngine.Execution
     ) {
         self.transport = transport
         self.execution = execution

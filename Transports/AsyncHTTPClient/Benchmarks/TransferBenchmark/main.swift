@@ -124,7 +124,7 @@ final class TransferAPI: APIManager {
     let engine: APIEngine
 
     init(transport: any APITransport) {
-        engine = APIEngine(transport: transport, delivery: .immediate)
+        engine = APIEngine(transport: transport, delivery: .inline)
     }
 }
 

@@ -26,7 +26,7 @@ struct BusyThreadPoolTests {
     final class Files: APIManager, @unchecked Sendable {
         typealias Request = FileRequest
         typealias Response = APIRawResponse
-        let engine = APIEngine(transport: Shared.transport, delivery: .immediate)
+        let engine = APIEngine(transport: Shared.transport, delivery: .inline)
     }
 
     struct RangeLog: APIResponse, Decodable {
