@@ -91,7 +91,7 @@ extension Story {
         if stage.isLive {
             request.parameters = .query(["count": 5, "drop": 3, "retry": 300, "realm": .string(realm)])
         }
-        let events = stage.api.events(for: request, reconnection: APIReconnection(maxAttempts: 2))
+        let events = stage.api.events(for: request, reconnection: APIServerSentEvent.Reconnection(maxAttempts: 2))
         let timeline = stage.timeline
         let done = DispatchSemaphore(value: 0)
         Task.detached {

@@ -60,7 +60,8 @@ struct StreamingIntegrationTests {
         let request = HTTPRequest(
             "fixture/sse", parameters: ["count": 6, "drop": 3, "realm": .string(realm), "retry": 100])
         var ids: [String?] = []
-        var iterator = Raw().events(for: request, reconnection: APIReconnection(maxAttempts: 2)).makeAsyncIterator()
+        var iterator = Raw().events(for: request, reconnection: APIServerSentEvent.Reconnection(maxAttempts: 2))
+            .makeAsyncIterator()
         while let event = try await iterator.next() { ids.append(event.id) }
         #expect(ids == (1...6).map { String($0) }, "every event once, the half-sent one again after the drop")
     }
@@ -74,7 +75,7 @@ struct StreamingIntegrationTests {
         var thrown: (any Error)?
         do {
             let stream = Raw().events(
-                for: HTTPRequest("json"), reconnection: APIReconnection(maxAttempts: 5, delay: 0.1))
+                for: HTTPRequest("json"), reconnection: APIServerSentEvent.Reconnection(maxAttempts: 5, delay: 0.1))
             for try await _ in stream { events += 1 }
         } catch {
             thrown = error
@@ -93,7 +94,8 @@ struct StreamingIntegrationTests {
     @Test func anEmptyLastEventIDIsNotSent() async throws {
         let request = HTTPRequest("fixture/sse-empty-id", parameters: ["realm": .string(UUID().uuidString)])
         var data: [String] = []
-        for try await event in Raw().events(for: request, reconnection: APIReconnection(maxAttempts: 3)) {
+        for try await event in Raw().events(for: request, reconnection: APIServerSentEvent.Reconnection(maxAttempts: 3))
+        {
             data.append(event.data)
         }
         #expect(data == ["a", "b", "last-event-id=(none)"], "not an empty header")

@@ -55,7 +55,8 @@ struct EventStreamRulesTests {
         let reply = MockTransport.Reply.status(status, headers: headers, body: Data("data: x\n\n".utf8))
         let (clock, mock, engine) = self.engine(Array(repeating: reply, count: 10))
         let feed = Feed(engine: engine)
-        let events = feed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 5, delay: 1))
+        let events = feed.events(
+            for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(maxAttempts: 5, delay: 1))
         let (seen, error) = await drainEvents(events, clock: clock)
         #expect(seen.isEmpty, "no event read from \(status) \(contentType ?? "-")")
         guard case .rejected(let underlying, let response)? = error as? APIError else {
@@ -77,7 +78,8 @@ struct EventStreamRulesTests {
             .status(204),
         ])
         let (seen, error) = await drainEvents(
-            Feed(engine: engine).events(for: FeedRequest(), reconnection: APIReconnection(delay: 1)), clock: clock)
+            Feed(engine: engine).events(for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(delay: 1)),
+            clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a"])
     }
@@ -85,7 +87,8 @@ struct EventStreamRulesTests {
     @Test func anErrorStatusIsStillTheTasksStatusError() async {
         let (clock, mock, engine) = self.engine([.json("{}", status: 503), .json("{}", status: 503)])
         let (_, error) = await drainEvents(
-            Feed(engine: engine).events(for: FeedRequest(), reconnection: APIReconnection(delay: 1)), clock: clock)
+            Feed(engine: engine).events(for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(delay: 1)),
+            clock: clock)
         #expect((error as? APIError)?.statusCode == 503)
         #expect(mock.records.count == 1)
     }
@@ -104,7 +107,7 @@ struct EventStreamRulesTests {
         ])
         let (seen, error) = await drainEvents(
             Feed(engine: engine).events(
-                for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 1)),
+                for: FeedRequest(concurrencyScope: scope), reconnection: APIServerSentEvent.Reconnection(delay: 1)),
             clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a", "-:b", "5:c"])
@@ -123,10 +126,10 @@ struct EventStreamRulesTests {
             ("retry: 1 000\n", nil),
         ] as [(String, Int?)])
     func anyRunOfDigitsSetsTheReconnectionTimeSaturated(field: String, expected: Int?) throws {
-        var parser = APIServerSentEventParser()
+        var parser = APIServerSentEvent.Parser()
         _ = try parser.parse(Data(field.utf8))
         #expect(parser.reconnectionTime == expected)
-        #expect(APIServerSentEventParser.maxReconnectionTime == 2_147_483_647)
+        #expect(APIServerSentEvent.Parser.maxReconnectionTime == 2_147_483_647)
     }
 
     @Test func aSaturatedRetryWaitsTheReconnectionsLongestDelay() async {
@@ -137,7 +140,8 @@ struct EventStreamRulesTests {
             .status(204),
         ])
         let (seen, _) = await drainEvents(
-            Feed(engine: engine).events(for: FeedRequest(), reconnection: APIReconnection(delay: 1, maxDelay: 7)),
+            Feed(engine: engine).events(
+                for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(delay: 1, maxDelay: 7)),
             clock: clock)
         #expect(seen == ["-:a"])
         let reconnectedAt = mock.records.dropFirst().first?.sentAt ?? 0
@@ -160,7 +164,7 @@ struct EventStreamRulesTests {
             ])
         let feed = Feed(engine: APIEngine(transport: mock, clock: clock, delivery: .inline, execution: .inline))
         let request = FeedRequest(concurrencyScope: scope, concurrencyPolicy: .cancelOthers)
-        let events = feed.events(for: request, reconnection: APIReconnection(delay: 5))
+        let events = feed.events(for: request, reconnection: APIServerSentEvent.Reconnection(delay: 5))
         let result = Locked<([String], (any Error)?)?>(nil)
         let consumer = Task {
             var seen: [String] = []
@@ -206,7 +210,7 @@ struct EventStreamRulesTests {
         let (seen, error) = await drainEvents(
             Feed(engine: engine).events(
                 for: FeedRequest(concurrencyScope: "feed", concurrencyPolicy: .cancelOthers),
-                reconnection: APIReconnection(delay: 1)), clock: clock)
+                reconnection: APIServerSentEvent.Reconnection(delay: 1)), clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a", "2:b"])
         #expect(mock.records.count == 3)

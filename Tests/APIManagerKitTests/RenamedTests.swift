@@ -47,4 +47,15 @@ struct RenamedTests {
         let cookie: APICookie? = nil
         #expect(cookie == nil)
     }
+
+    @available(*, deprecated, message: "uses the names of before 1.0 on purpose")
+    @Test func theStreamingAndMappingNamesKeepTheirOldNames() {
+        var parser = APIServerSentEventParser()
+        #expect((try? parser.parse(Data("data: one\n\n".utf8)))?.map(\.data) == ["one"])
+        let reconnection = APIReconnection(maxAttempts: 2)
+        #expect(reconnection == APIServerSentEvent.Reconnection(maxAttempts: 2))
+        #expect(APIMapContext.self == APIMap.Context.self)
+        let reporter: APIProgressReporter = { _, _, _ in }
+        reporter(.download, 1, nil)
+    }
 }

@@ -7,7 +7,7 @@ import Testing
 @Suite("Server-sent events and JSON Lines")
 struct ServerSentEventTests {
     private func parse(_ text: String) throws -> [APIServerSentEvent] {
-        var parser = APIServerSentEventParser()
+        var parser = APIServerSentEvent.Parser()
         return try parser.parse(Data(text.utf8))
     }
 
@@ -42,7 +42,7 @@ struct ServerSentEventTests {
     }
 
     @Test func retryTakesDigitsOnlyAndIDsWithNULAreIgnored() throws {
-        var parser = APIServerSentEventParser()
+        var parser = APIServerSentEvent.Parser()
         _ = try parser.parse(Data("retry: 2500\nretry: 12x\nid: a\0b\ndata: x\n\n".utf8))
         #expect(parser.reconnectionTime == 2500)
         #expect(parser.lastEventID == nil)
@@ -52,7 +52,7 @@ struct ServerSentEventTests {
     }
 
     @Test func anIDCountsOnlyOnceItsEventIsDispatched() throws {
-        var parser = APIServerSentEventParser()
+        var parser = APIServerSentEvent.Parser()
         _ = try parser.parse(Data("id: 1\ndata: a\n\nid: 2\ndata: cut".utf8))
         #expect(parser.lastEventID == "1", "event 2 was not dispatched")
         parser.finish()
@@ -61,7 +61,7 @@ struct ServerSentEventTests {
     }
 
     @Test func anEventCutByTheEndOfTheStreamIsDropped() throws {
-        var parser = APIServerSentEventParser()
+        var parser = APIServerSentEvent.Parser()
         #expect(try parser.parse(Data("data: whole\n\ndata: cut".utf8)).count == 1)
         parser.finish()
         #expect(try parser.parse(Data("data: next\n\n".utf8)) == [APIServerSentEvent(data: "next")])
@@ -69,22 +69,22 @@ struct ServerSentEventTests {
 
     @Test func anyChunkingGivesTheSameEvents() throws {
         let stream = Data("\u{FEFF}: hi\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\nid: 9\rdata: é\r\rdata:x\n\n".utf8)
-        var whole = APIServerSentEventParser()
+        var whole = APIServerSentEvent.Parser()
         let expected = try whole.parse(stream)
         #expect(expected.count == 3)
         for split in 0...stream.count {
-            var parser = APIServerSentEventParser()
+            var parser = APIServerSentEvent.Parser()
             let events = try parser.parse(stream.prefix(split)) + parser.parse(stream.dropFirst(split))
             #expect(events == expected, "split at \(split)")
         }
-        var byteByByte = APIServerSentEventParser()
+        var byteByByte = APIServerSentEvent.Parser()
         #expect(try stream.flatMap { try byteByByte.parse(Data([$0])) } == expected)
     }
 
     @Test func linesAndEventsPastTheLimitsThrow() {
-        var parser = APIServerSentEventParser(maxLineLength: 16, maxEventLength: 32)
+        var parser = APIServerSentEvent.Parser(maxLineLength: 16, maxEventLength: 32)
         #expect(throws: APIError.self) { try parser.parse(Data(repeating: 0x61, count: 17)) }
-        var second = APIServerSentEventParser(maxLineLength: 16, maxEventLength: 20)
+        var second = APIServerSentEvent.Parser(maxLineLength: 16, maxEventLength: 20)
         #expect(throws: APIError.self) { try second.parse(Data("data: 0123456789\ndata: 0123456789\n".utf8)) }
     }
 

@@ -369,7 +369,8 @@ struct StreamingTests {
                 return .status(204)
             }
         }
-        let events = feed.events(for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 9))
+        let events = feed.events(
+            for: FeedRequest(concurrencyScope: scope), reconnection: APIServerSentEvent.Reconnection(delay: 9))
         let (seen, error) = await drainEvents(events, clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a", "2:b", "3:c"])
@@ -390,7 +391,8 @@ struct StreamingTests {
     func aServersRetryIsCappedByTheReconnectionsLongestDelay(scope: String?) async throws {
         let (clock, mock, feed, _) = make(Self.parkingFeed, .status(204))
         let events = feed.events(
-            for: FeedRequest(concurrencyScope: scope), reconnection: APIReconnection(delay: 1, maxDelay: 5))
+            for: FeedRequest(concurrencyScope: scope),
+            reconnection: APIServerSentEvent.Reconnection(delay: 1, maxDelay: 5))
         let (seen, error) = await drainEvents(events, clock: clock)
         #expect(error == nil)
         #expect(seen == ["1:a"])
@@ -398,12 +400,12 @@ struct StreamingTests {
         let reconnectedAt = mock.records.dropFirst().first?.sentAt ?? 0
         let droppedAt = mock.records.first?.endedAt ?? 0
         #expect(abs(reconnectedAt - droppedAt - 5) < 0.3, "after maxDelay, not a day: \(reconnectedAt - droppedAt)")
-        #expect(APIReconnection().maxDelay == 60)
+        #expect(APIServerSentEvent.Reconnection().maxDelay == 60)
     }
 
     @Test func cancellingTheConsumerEndsTheWaitForAReconnectionAtOnce() async throws {
         let (clock, mock, feed, _) = make(Self.parkingFeed)
-        let events = feed.events(for: FeedRequest(), reconnection: APIReconnection(maxDelay: 3600))
+        let events = feed.events(for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(maxDelay: 3600))
         let consumer = Task {
             var seen: [String] = []
             for try await event in events { seen.append(event.data) }
@@ -439,14 +441,16 @@ struct StreamingTests {
         let (clock, mock, feed, _) = make(
             .status(200, headers: Self.eventStream, body: Data("data: x\n\n".utf8)), .json("{}", status: 500))
         let (seen, error) = await drainEvents(
-            feed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)), clock: clock)
+            feed.events(for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(maxAttempts: 3, delay: 1)),
+            clock: clock)
         #expect(seen == ["-:x"])
         #expect((error as? APIError)?.statusCode == 500)
         #expect(mock.records.count == 2)
 
         let (quietClock, quiet, quietFeed, _) = make(.status(200, headers: Self.eventStream))
         let (none, end) = await drainEvents(
-            quietFeed.events(for: FeedRequest(), reconnection: APIReconnection(maxAttempts: 3, delay: 1)),
+            quietFeed.events(
+                for: FeedRequest(), reconnection: APIServerSentEvent.Reconnection(maxAttempts: 3, delay: 1)),
             clock: quietClock)
         #expect(none.isEmpty && end == nil)
         #expect(quiet.records.count == 4, "the first request and three reconnections without an event")

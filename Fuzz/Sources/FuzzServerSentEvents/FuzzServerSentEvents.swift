@@ -9,8 +9,8 @@ public func fuzzServerSentEvents(_ start: UnsafeRawPointer, _ count: Int) -> CIn
     guard let first = bytes.first else { return 0 }
     let stream = bytes.dropFirst()
     let split = stream.isEmpty ? 0 : Int(first) % (stream.count + 1)
-    var whole = APIServerSentEventParser(maxLineLength: 256, maxEventLength: 1024)
-    var cut = APIServerSentEventParser(maxLineLength: 256, maxEventLength: 1024)
+    var whole = APIServerSentEvent.Parser(maxLineLength: 256, maxEventLength: 1024)
+    var cut = APIServerSentEvent.Parser(maxLineLength: 256, maxEventLength: 1024)
     let wholeEvents: [APIServerSentEvent]
     do {
         wholeEvents = try whole.parse(Data(stream))

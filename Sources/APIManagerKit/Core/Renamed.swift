@@ -60,3 +60,19 @@ public typealias APIThrottleMode = APIConcurrencyPolicy.ThrottleMode
 /// The name of ``APICookieStore/Cookie`` before 1.0.
 @available(*, deprecated, renamed: "APICookieStore.Cookie")
 public typealias APICookie = APICookieStore.Cookie
+
+/// The name of ``APIServerSentEvent/Parser`` before 1.0.
+@available(*, deprecated, renamed: "APIServerSentEvent.Parser")
+public typealias APIServerSentEventParser = APIServerSentEvent.Parser
+
+/// The name of ``APIServerSentEvent/Reconnection`` before 1.0.
+@available(*, deprecated, renamed: "APIServerSentEvent.Reconnection")
+public typealias APIReconnection = APIServerSentEvent.Reconnection
+
+/// The name of ``APIMap/Context`` before 1.0.
+@available(*, deprecated, renamed: "APIMap.Context")
+public typealias APIMapContext = APIMap.Context
+
+/// The name of ``APITransferProgress/Reporter`` before 1.0.
+@available(*, deprecated, renamed: "APITransferProgress.Reporter")
+public typealias APIProgressReporter = APITransferProgress.Reporter

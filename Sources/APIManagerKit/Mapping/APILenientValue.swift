@@ -6,7 +6,7 @@ import Foundation
 /// types.
 public protocol APILenientValue {
     /// The value converted from `value` (never `null`), or an error naming `context.keyPath`.
-    static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Self
+    static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Self
     /// What the type expects, for errors (`Int`, `Bool`).
     static var lenientDescription: String { get }
     /// The value when the key is missing or `null`: `nil` for optionals; an error otherwise.
@@ -19,7 +19,7 @@ extension APILenientValue {
 
 extension Bool: APILenientValue {
     /// `true`/`false`, the strings `"true"`/`"false"`/`"1"`/`"0"` (any case, trimmed), the numbers 1/0.
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Bool {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Bool {
         switch value {
         case .bool(let bool): return bool
         case .int(1): return true
@@ -44,7 +44,7 @@ extension Int: APILenientValue {
     /// A whole number, or a string holding one; a number with a zero fraction (`4.0`, `"4e2"`) up to
     /// 2^53 in size, where a `Double` still holds every whole number exactly. A number that does
     /// not fit (`-9223372036854775809`, `1e-400`) is an error, never a different value.
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Int {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Int {
         switch value {
         case .int(let int): return int
         case .double(let double):
@@ -69,7 +69,8 @@ extension Int: APILenientValue {
 extension Double: APILenientValue {
     /// A number, or a string holding one, within `Double`'s range: a number too large (`1e400`) or
     /// too small (`1e-400`, which would round to zero) is an error.
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Double {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Double
+    {
         switch value {
         case .int(let int): return Double(int)
         case .double(let double) where double.isFinite: return double
@@ -85,7 +86,8 @@ extension Double: APILenientValue {
 
 extension String: APILenientValue {
     /// A string, or a number or boolean written as text.
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> String {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> String
+    {
         switch value {
         case .string(let text): return text
         case .int(let int): return String(int)
@@ -101,7 +103,7 @@ extension String: APILenientValue {
 
 extension URL: APILenientValue {
     /// A string that is an absolute URL (with a scheme).
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> URL {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> URL {
         if case .string(let text) = value, let url = URL(string: text.trimmingCharacters(in: .whitespaces)),
             url.scheme != nil
         {
@@ -115,7 +117,7 @@ extension URL: APILenientValue {
 
 extension Date: APILenientValue {
     /// In the context's ``APIDateFormat``.
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Date {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Date {
         if case .pattern(let pattern) = context.dateFormat, let fault = DatePattern.fault(in: pattern) {
             throw APIMappingError(
                 keyPath: context.keyPath,
@@ -130,7 +132,7 @@ extension Date: APILenientValue {
 }
 
 extension Optional: APILenientValue where Wrapped: APILenientValue {
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError)
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError)
         -> Wrapped?
     {
         if value == .null { return nil }
@@ -143,7 +145,7 @@ extension Optional: APILenientValue where Wrapped: APILenientValue {
 
 extension Array: APILenientValue where Element: APILenientValue {
     /// An array whose every element converts (a `null` element only for optional elements).
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError)
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError)
         -> [Element]
     {
         guard case .array(let elements) = value else { throw context.mismatch(lenientDescription, value) }
@@ -168,7 +170,7 @@ extension Array: APILenientValue where Element: APILenientValue {
 
 extension APILenientValue where Self: RawRepresentable, RawValue: APILenientValue {
     /// The case whose raw value the JSON holds (converted leniently first: `"2"` for an `Int` raw value).
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Self {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Self {
         let raw = try RawValue.lenientValue(from: value, at: context)
         guard let converted = Self(rawValue: raw) else { throw context.mismatch(lenientDescription, value) }
         return converted

@@ -66,7 +66,7 @@ public struct APIMap: Sendable {
             throw APIMappingError(
                 keyPath: path, expected: Value.lenientDescription, found: APIMappingError.describe(found))
         }
-        return try Value.lenientValue(from: found, at: APIMapContext(keyPath: path, dateFormat: dateFormat))
+        return try Value.lenientValue(from: found, at: APIMap.Context(keyPath: path, dateFormat: dateFormat))
     }
 
     /// Whether anything but `null` is at `keyPath`.
@@ -101,27 +101,29 @@ public struct APIMap: Sendable {
     }
 }
 
-/// Where a conversion happens: the full key path, for errors, and how dates are read.
-public struct APIMapContext: Sendable {
-    /// The full key path of the value being converted.
-    public let keyPath: String
-    /// How dates are read.
-    public let dateFormat: APIDateFormat
+extension APIMap {
+    /// Where a conversion happens: the full key path, for errors, and how dates are read.
+    public struct Context: Sendable {
+        /// The full key path of the value being converted.
+        public let keyPath: String
+        /// How dates are read.
+        public let dateFormat: APIDateFormat
 
-    /// A context at `keyPath`.
-    public init(keyPath: String, dateFormat: APIDateFormat = .automatic) {
-        self.keyPath = keyPath
-        self.dateFormat = dateFormat
-    }
+        /// A context at `keyPath`.
+        public init(keyPath: String, dateFormat: APIDateFormat = .automatic) {
+            self.keyPath = keyPath
+            self.dateFormat = dateFormat
+        }
 
-    /// The context of an element or member below this one.
-    func appending(_ component: String) -> APIMapContext {
-        APIMapContext(keyPath: keyPath.isEmpty ? component : keyPath + "." + component, dateFormat: dateFormat)
-    }
+        /// The context of an element or member below this one.
+        func appending(_ component: String) -> APIMap.Context {
+            APIMap.Context(keyPath: keyPath.isEmpty ? component : keyPath + "." + component, dateFormat: dateFormat)
+        }
 
-    /// The error for `value`, which is not what `expected` describes.
-    func mismatch(_ expected: String, _ value: APIValue) -> APIMappingError {
-        APIMappingError(keyPath: keyPath, expected: expected, found: APIMappingError.describe(value))
+        /// The error for `value`, which is not what `expected` describes.
+        func mismatch(_ expected: String, _ value: APIValue) -> APIMappingError {
+            APIMappingError(keyPath: keyPath, expected: expected, found: APIMappingError.describe(value))
+        }
     }
 }
 
@@ -134,7 +136,7 @@ public protocol APIMappable: APILenientValue {
 
 extension APIMappable {
     /// Builds the type from an object, through ``init(map:)`` with a map rooted at the object.
-    public static func lenientValue(from value: APIValue, at context: APIMapContext) throws(APIMappingError) -> Self {
+    public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Self {
         guard case .object = value else { throw context.mismatch("an object (\(Self.self))", value) }
         return try Self(map: APIMap(value, dateFormat: context.dateFormat, keyPath: context.keyPath))
     }

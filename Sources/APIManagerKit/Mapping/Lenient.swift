@@ -22,7 +22,7 @@ public struct Lenient<Value: APILenientValue>: Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let context = APIMapContext(keyPath: Self.keyPath(decoder.codingPath))
+        let context = APIMap.Context(keyPath: Self.keyPath(decoder.codingPath))
         let value = try APIValue(from: decoder)
         if value == .null, let missing = Value.whenMissing {
             wrappedValue = missing

@@ -25,7 +25,7 @@ extension APIManager {
     }
 
     /// Sends a request whose response is a `text/event-stream`, and yields its server-sent events as
-    /// they arrive (see ``APIServerSentEventParser``), with the backpressure and cancellation of
+    /// they arrive (see ``APIServerSentEvent/Parser``), with the backpressure and cancellation of
     /// ``bytes(for:)``. `Accept: text/event-stream` is for the request to send.
     ///
     /// Only a `200` with `Content-Type: text/event-stream` is read as events (HTML §9.2.3); any
@@ -47,7 +47,9 @@ extension APIManager {
     /// stream reconnects as ``APIConcurrencyPolicy/ignoreCurrent``: when a task of its scope is
     /// waiting or running (a newer one: the stream's own had ended), the stream was superseded, and
     /// it ends with ``APIError/cancelled(reason:)`` `.policy`, as it would had it been running.
-    public func events(for request: Request, reconnection: APIReconnection? = nil) -> APIServerSentEventStream {
+    public func events(for request: Request, reconnection: APIServerSentEvent.Reconnection? = nil)
+        -> APIServerSentEventStream
+    {
         let first = StreamBuffer(expectsEventStream: true)
         let task = makeTask(for: request, bodyStream: first)
         engine.submit(task)
@@ -78,47 +80,50 @@ extension APIManager {
     }
 }
 
-/// When and how often a dropped event stream is sent again (see ``APIManager/events(for:reconnection:)``).
-public struct APIReconnection: Sendable, Hashable {
-    /// The most reconnections in a row without an event between them. `5` unless given.
-    public var maxAttempts: Int
-    /// The wait before reconnecting when the server named no `retry` time, in seconds. `3` unless
-    /// given (what browsers wait).
-    public var delay: TimeInterval
-    /// The longest wait before reconnecting, whatever the server's `retry` asks, in seconds. `60`
-    /// unless given: a server cannot park the stream for days.
-    public var maxDelay: TimeInterval
+extension APIServerSentEvent {
+    /// When and how often a dropped event stream is sent again (see ``APIManager/events(for:reconnection:)``).
+    public struct Reconnection: Sendable, Hashable {
+        /// The most reconnections in a row without an event between them. `5` unless given.
+        public var maxAttempts: Int
+        /// The wait before reconnecting when the server named no `retry` time, in seconds. `3` unless
+        /// given (what browsers wait).
+        public var delay: TimeInterval
+        /// The longest wait before reconnecting, whatever the server's `retry` asks, in seconds. `60`
+        /// unless given: a server cannot park the stream for days.
+        public var maxDelay: TimeInterval
 
-    /// A reconnection; each default is given with its property.
-    public init(maxAttempts: Int = 5, delay: TimeInterval = 3, maxDelay: TimeInterval = 60) {
-        self.maxAttempts = max(0, maxAttempts)
-        self.delay = max(0, delay)
-        self.maxDelay = max(0, maxDelay)
-    }
+        /// A reconnection; each default is given with its property.
+        public init(maxAttempts: Int = 5, delay: TimeInterval = 3, maxDelay: TimeInterval = 60) {
+            self.maxAttempts = max(0, maxAttempts)
+            self.delay = max(0, delay)
+            self.maxDelay = max(0, maxDelay)
+        }
 
-    /// The wait before a reconnection: the server's `retry` (milliseconds) up to ``maxDelay``, else
-    /// ``delay``.
-    func wait(serverRetry milliseconds: Int?) -> TimeInterval {
-        guard let milliseconds else { return delay }
-        return min(Double(max(0, milliseconds)) / 1000, maxDelay)
+        /// The wait before a reconnection: the server's `retry` (milliseconds) up to ``maxDelay``, else
+        /// ``delay``.
+        func wait(serverRetry milliseconds: Int?) -> TimeInterval {
+            guard let milliseconds else { return delay }
+            return min(Double(max(0, milliseconds)) / 1000, maxDelay)
+        }
     }
 }
 
 /// The server-sent events of a streamed response (``APIManager/events(for:reconnection:)``), parsed
 /// as they arrive. Its iterator's ``Iterator/lastEventID`` and ``Iterator/reconnectionTime`` say where
-/// a new request would resume (sent with `Last-Event-ID`); with an ``APIReconnection`` it does so by
+/// a new request would resume (sent with `Last-Event-ID`); with an ``APIServerSentEvent/Reconnection`` it does so by
 /// itself.
 public struct APIServerSentEventStream: AsyncSequence, Sendable {
     public typealias Element = APIServerSentEvent
 
     /// The byte stream it parses (the first one, when it reconnects).
     public let bytes: APIByteStream
-    let reconnection: APIReconnection?
+    let reconnection: APIServerSentEvent.Reconnection?
     let reconnect: @Sendable (String?) -> APIByteStream
     let clock: any APIClock
 
     init(
-        bytes: APIByteStream, reconnection: APIReconnection?, reconnect: @escaping @Sendable (String?) -> APIByteStream,
+        bytes: APIByteStream, reconnection: APIServerSentEvent.Reconnection?,
+        reconnect: @escaping @Sendable (String?) -> APIByteStream,
         clock: any APIClock
     ) {
         self.bytes = bytes
@@ -157,7 +162,7 @@ public struct APIServerSentEventStream: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         var bytes: APIByteStream.Iterator
         let stream: APIServerSentEventStream
-        var parser = APIServerSentEventParser()
+        var parser = APIServerSentEvent.Parser()
         var pending: [APIServerSentEvent] = []
         var index = 0
         var reconnections = 0

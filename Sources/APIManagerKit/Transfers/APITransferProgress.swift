@@ -50,15 +50,17 @@ public struct APITransferProgress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What a transport reports of a transfer as it happens: bytes sent and received so far, with the
-/// totals expected when known. A transport calls it from any thread, with growing counts; the engine
-/// thins the reports and ends each direction itself when the attempt completes, so a transport that
-/// reports nothing still gives a task its final event.
-public typealias APIProgressReporter =
-    @Sendable (
-        _ direction: APITransferProgress.Direction, _ completedBytes: Int64,
-        _ expectedBytes: Int64?
-    ) -> Void
+extension APITransferProgress {
+    /// What a transport reports of a transfer as it happens: bytes sent and received so far, with the
+    /// totals expected when known. A transport calls it from any thread, with growing counts; the engine
+    /// thins the reports and ends each direction itself when the attempt completes, so a transport that
+    /// reports nothing still gives a task its final event.
+    public typealias Reporter =
+        @Sendable (
+            _ direction: APITransferProgress.Direction, _ completedBytes: Int64,
+            _ expectedBytes: Int64?
+        ) -> Void
+}
 
 /// Thins an attempt's progress reports (at most one per 1 % or per 50 ms, whichever is rarer) and
 /// keeps them monotonic; decides the final report of each direction.

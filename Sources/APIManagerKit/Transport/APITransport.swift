@@ -130,7 +130,7 @@ public struct APITransportOptions: Sendable, Hashable {
     /// reports progress (``APIRequest/reportsProgress``); `nil` for the others, which pay nothing.
     /// A transport that never calls it still works: the engine gives each direction its final report
     /// when the attempt completes. Not part of the options' equality.
-    public var progress: APIProgressReporter?
+    public var progress: APITransferProgress.Reporter?
     /// Where the response's body goes instead of memory, when it does (see ``APIResponseBodySink``
     /// for what a transport calls): a download's file (``APIRequest/download``,
     /// ``APIResponseBodyFile``) or a streamed request's consumer (``APIManager/bytes(for:)``,
@@ -159,7 +159,7 @@ public struct APITransportOptions: Sendable, Hashable {
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
-        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
+        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APITransferProgress.Reporter? = nil,
         responseBody: (any APIResponseBodySink)? = nil, bodyWriter: APIBodyWriter? = nil,
         totalTimeout: TimeInterval? = nil
     ) {
@@ -178,7 +178,7 @@ public struct APITransportOptions: Sendable, Hashable {
     @available(*, deprecated, message: "Pass the file or the stream as responseBody")
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
-        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APIProgressReporter? = nil,
+        cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APITransferProgress.Reporter? = nil,
         responseBodyFile: APIResponseBodyFile?, responseBodyStream: APIResponseBodyStream? = nil,
         bodyWriter: APIBodyWriter? = nil, totalTimeout: TimeInterval? = nil
     ) {

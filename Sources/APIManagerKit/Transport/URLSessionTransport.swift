@@ -451,7 +451,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
 
     /// Where a part of a body goes, decided in one locked step.
     private enum Destination {
-        typealias Progress = (report: APIProgressReporter, bytes: Int64, expected: Int64?)
+        typealias Progress = (report: APITransferProgress.Reporter, bytes: Int64, expected: Int64?)
         /// Kept in memory (the common case); `tooLarge` is the task to cancel past the limit.
         case memory(tooLarge: URLSessionTask?, progress: Progress?)
         /// To the sink (a download's file, a stream's consumer); `progress.bytes` counts what went

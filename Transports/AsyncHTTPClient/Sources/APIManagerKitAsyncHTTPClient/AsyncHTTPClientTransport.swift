@@ -486,7 +486,7 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
     private var announcedLength = 0
     private var body: ByteBuffer?
     /// Where progress goes (a task that asks for it); `nil` otherwise.
-    private let progress: APIProgressReporter?
+    private let progress: APITransferProgress.Reporter?
     /// The request body's length (for upload progress), and how much of it went.
     private let uploadLength: Int64?
     private var uploaded: Int64 = 0
@@ -520,7 +520,7 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
     private var ended = false
 
     init(
-        url: URL?, limit: Int?, isHead: Bool, progress: APIProgressReporter? = nil, uploadLength: Int64? = nil,
+        url: URL?, limit: Int?, isHead: Bool, progress: APITransferProgress.Reporter? = nil, uploadLength: Int64? = nil,
         sink: (any APIResponseBodySink)? = nil, idleLimit: TimeAmount? = nil
     ) {
         self.idleLimit = idleLimit
