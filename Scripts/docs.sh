@@ -30,11 +30,10 @@ python3 Scripts/doc-coverage.py "$graphs" APIManagerKit APIManagerKitTesting
 python3 Scripts/check-links.py "$graphs" APIManagerKit APIManagerKitTesting
 # What can be counted: the Playground's stories, APIError's cases, the delegate's hooks.
 python3 Scripts/check-doc-counts.py
-# The public surface, counted (issue 30's target for 1.0 is at most 60 top-level types; `--at-most`
-# makes it a check once it is met).
-for module in APIManagerKit APIManagerKitTesting; do
-    python3 Scripts/count-public-types.py "$graphs" "$module"
-done
+# The public surface, counted: the count may only go down (a new top-level type nests in its family
+# instead, or lowers this bound in the same change); the target for 1.0 is at most 60.
+python3 Scripts/count-public-types.py "$graphs" APIManagerKit --at-most 79
+python3 Scripts/count-public-types.py "$graphs" APIManagerKitTesting --at-most 3
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 for module in APIManagerKit APIManagerKitTesting; do
     module_graphs=".build/symbol-graphs-$module"

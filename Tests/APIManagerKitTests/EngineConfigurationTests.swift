@@ -1,0 +1,81 @@
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("APIEngine.Configuration: an engine made from one value", .timeLimit(.minutes(1)))
+struct EngineConfigurationTests {
+    @Test func anEngineMadeFromAConfigurationUsesEachSetting() async throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.defaultHeaders = .none
+        configuration.cookies = APICookieStore()
+        configuration.circuitBreaker = APICircuitBreaker(failureThreshold: 2)
+        let manager = TestManager(engine: APIEngine(configuration: configuration))
+        let recorder = EventRecorder()
+        manager.delegate = recorder
+        let task = manager.send(TestRequest("/ok"))
+        // Inline on both counts: the task has ended inside `send(_:)`.
+        #expect(task.state.name == "finished")
+        let sent = try #require(transport.records.first?.request)
+        #expect(sent.value(forHTTPHeaderField: "User-Agent") == nil)
+        let engine = manager.engine
+        #expect(engine.transport as? MockTransport === transport)
+        #expect(engine.cookies === configuration.cookies)
+        #expect(engine.circuitBreaker == configuration.circuitBreaker)
+        #expect(engine.defaultHeaders == .none)
+        guard case .inline = engine.execution, case .inline = engine.eventDelivery else {
+            Issue.record("the engine's execution and delivery are not the configuration's")
+            return
+        }
+    }
+
+    @Test func theDefaultsAreThoseOfTheInitializer() {
+        let configuration = APIEngine.Configuration()
+        let engine = APIEngine()
+        #expect(configuration.defaultHeaders == engine.defaultHeaders)
+        #expect(configuration.transport as? URLSessionTransport === URLSessionTransport.shared)
+        #expect(configuration.interceptors.isEmpty && configuration.cache == nil && configuration.cookies == nil)
+        #expect(configuration.circuitBreaker == nil && configuration.retryBudget == nil)
+        guard case .lanes(let lanes) = configuration.execution, case .lanes(let engineLanes) = engine.execution,
+            lanes === engineLanes, lanes === APIEngine.WorkLanes.shared
+        else {
+            Issue.record("the configuration's execution is not the initializer's default")
+            return
+        }
+        guard case .queue(let queue) = configuration.delivery, case .queue(let engineQueue) = engine.eventDelivery
+        else {
+            Issue.record("the configuration's delivery is not the initializer's default")
+            return
+        }
+        #expect(queue.label == engineQueue.label)
+    }
+
+    @Test func anEnginesConfigurationMakesAnEngineWithTheSameSettings() {
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let original = APIEngine(
+            transport: MockTransport(), delivery: .inline, execution: .inline, cache: cache, defaultHeaders: .none,
+            retryBudget: APIRetryBudget(ratio: 0.2))
+        original.eventDelivery = .queue(.global())
+        let copy = APIEngine(configuration: original.configuration)
+        #expect(copy.cache === cache)
+        #expect(copy.transport as? MockTransport === original.transport as? MockTransport)
+        #expect(copy.defaultHeaders == .none)
+        #expect(copy.retryBudget == APIRetryBudget(ratio: 0.2))
+        // The delivery as it is now, not as it was made.
+        guard case .queue = copy.eventDelivery, case .inline = copy.execution else {
+            Issue.record("the copy's delivery or execution differs")
+            return
+        }
+    }
+}
