@@ -70,7 +70,7 @@ struct DelegateTests {
         queue.setSpecific(key: key, value: true)
         let onQueue = Locked<[Bool]>([])
         h.recorder.onEvent = { _ in onQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) } }
-        h.manager.eventDelivery = .queue(queue)
+        h.manager.delivery = .queue(queue)
         let tasks = (0..<3).map { _ in h.send(TestRequest("/slow", .waitUntilDone)) }
         h.clock.advance(by: 3)
         queue.sync {}

@@ -34,7 +34,7 @@ struct EngineConfigurationTests {
         #expect(engine.cookies === configuration.cookies)
         #expect(engine.circuitBreaker == configuration.circuitBreaker)
         #expect(engine.defaultHeaders == .none)
-        guard case .inline = engine.execution, case .inline = engine.eventDelivery else {
+        guard case .inline = engine.execution, case .inline = engine.delivery else {
             Issue.record("the engine's execution and delivery are not the configuration's")
             return
         }
@@ -53,7 +53,7 @@ struct EngineConfigurationTests {
             Issue.record("the configuration's execution is not the initializer's default")
             return
         }
-        guard case .queue(let queue) = configuration.delivery, case .queue(let engineQueue) = engine.eventDelivery
+        guard case .queue(let queue) = configuration.delivery, case .queue(let engineQueue) = engine.delivery
         else {
             Issue.record("the configuration's delivery is not the initializer's default")
             return
@@ -66,14 +66,14 @@ struct EngineConfigurationTests {
         let original = APIEngine(
             transport: MockTransport(), delivery: .inline, execution: .inline, cache: cache, defaultHeaders: .none,
             retryBudget: APIRetryBudget(ratio: 0.2))
-        original.eventDelivery = .queue(.global())
+        original.delivery = .queue(.global())
         let copy = APIEngine(configuration: original.configuration)
         #expect(copy.cache === cache)
         #expect(copy.transport as? MockTransport === original.transport as? MockTransport)
         #expect(copy.defaultHeaders == .none)
         #expect(copy.retryBudget == APIRetryBudget(ratio: 0.2))
         // The delivery as it is now, not as it was made.
-        guard case .queue = copy.eventDelivery, case .inline = copy.execution else {
+        guard case .queue = copy.delivery, case .inline = copy.execution else {
             Issue.record("the copy's delivery or execution differs")
             return
         }

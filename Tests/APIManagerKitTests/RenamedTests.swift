@@ -58,4 +58,14 @@ struct RenamedTests {
         let reporter: APIProgressReporter = { _, _, _ in }
         reporter(.download, 1, nil)
     }
+
+    @available(*, deprecated, message: "uses the names of before 1.0 on purpose")
+    @Test func eventDeliveryIsDelivery() {
+        let manager = TestManager(engine: APIEngine(transport: MockTransport(), delivery: .inline, execution: .inline))
+        manager.eventDelivery = .queue(.global())
+        guard case .queue = manager.delivery, case .queue = manager.engine.eventDelivery else {
+            Issue.record("eventDelivery does not set delivery")
+            return
+        }
+    }
 }

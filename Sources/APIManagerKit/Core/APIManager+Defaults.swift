@@ -73,8 +73,15 @@ extension APIManager {
     }
 
     /// Where delegate events are delivered: `.queue(.main)` unless set (see ``APIEngine/Delivery``).
+    public var delivery: APIEngine.Delivery {
+        get { engine.delivery }
+        set { engine.delivery = newValue }
+    }
+
+    /// The name of ``delivery`` before 1.0.
+    @available(*, deprecated, renamed: "delivery")
     public var eventDelivery: APIEngine.Delivery {
-        get { engine.eventDelivery }
-        set { engine.eventDelivery = newValue }
+        get { engine.delivery }
+        set { engine.delivery = newValue }
     }
 }

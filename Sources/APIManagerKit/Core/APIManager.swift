@@ -17,7 +17,7 @@ import FoundationNetworking
 ///
 /// Every method below has a default implementation; implement one in your class to customize it.
 /// The hooks (`urlRequest`, `response`, `retryDelay`) run on the thread that started the attempt or
-/// received the response, without any lock held; the forwarding methods run on ``eventDelivery``.
+/// received the response, without any lock held; the forwarding methods run on ``APIManager/delivery``.
 public protocol APIManager: AnyObject, Sendable {
     /// The request type of this endpoint family.
     associatedtype Request: APIRequest

@@ -1,7 +1,7 @@
 /// The base delegate protocol of every manager: seven events, each with an empty default.
 ///
 /// Events arrive through the manager's forwarding methods (``APIManager/task(_:didFinishWith:)`` and
-/// its siblings), on the manager's ``APIManager/eventDelivery`` (the main queue unless set), one at a
+/// its siblings), on the manager's ``APIManager/delivery`` (the main queue unless set), one at a
 /// time and in order for each task. Every sent task gets exactly one terminal event, either
 /// `didFinishWith` or `didFailWith`, and no event after it.
 ///

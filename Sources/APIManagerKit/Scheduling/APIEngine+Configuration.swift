@@ -60,7 +60,7 @@ extension APIEngine {
             retryBudget: configuration.retryBudget)
     }
 
-    /// What the engine was made with, its delivery as it is now (``eventDelivery`` may have changed
+    /// What the engine was made with, its delivery as it is now (``APIEngine/delivery`` may have changed
     /// it): `APIEngine(configuration: engine.configuration)` makes an engine with the same settings
     /// (and the same transport, cache, cookies and authentication, which are shared, not copied).
     public var configuration: Configuration {
@@ -68,7 +68,7 @@ extension APIEngine {
         configuration.transport = transport
         configuration.clock = clock
         configuration.randomSource = randomSource
-        configuration.delivery = eventDelivery
+        configuration.delivery = delivery
         configuration.execution = execution
         configuration.cache = cache
         configuration.persistedHeaders = persistedHeaders

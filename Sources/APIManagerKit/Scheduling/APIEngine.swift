@@ -144,9 +144,17 @@ public final class APIEngine: @unchecked Sendable {
     // MARK: Settings
 
     /// Where events are delivered; settable at any time, affecting events produced afterwards.
-    public var eventDelivery: APIEngine.Delivery {
+    /// (The same name as the initializer's `delivery:` and ``Configuration/delivery``.)
+    public var delivery: APIEngine.Delivery {
         get { state.withLock { $0.delivery } }
         set { state.withLock { $0.delivery = newValue } }
+    }
+
+    /// The name of ``delivery`` before 1.0.
+    @available(*, deprecated, renamed: "delivery")
+    public var eventDelivery: APIEngine.Delivery {
+        get { delivery }
+        set { delivery = newValue }
     }
 
     /// Told about every network attempt as it starts and ends, with timings (see ``APIEvent``);
