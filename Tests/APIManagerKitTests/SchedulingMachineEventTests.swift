@@ -36,10 +36,7 @@ struct SchedulingMachineEventTests {
 
     @Test func aDeadlineIsScheduledWithTheSendAndRecordedWhenSet() {
         var h = MachineHarness()
-        let task = AnyAPITask(
-            identifier: 1, policy: .default, scope: nil, deadline: 5,
-            cacheSettings: .init(option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
-            sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
+        let task = AnyAPITask(identifier: 1, settings: .init(policy: .default, deadline: 5), engine: nil)
         h.tasks.append(task)
         let sent = h.run { machine, actions in machine.send(task, observed: false, into: &actions) }
         #expect(Array(sent) == [.scheduleDeadline(task, after: 5), .start(task, attempt: 1)])
@@ -54,10 +51,7 @@ struct SchedulingMachineEventTests {
     @Test func anIgnoredTaskSchedulesNoDeadline() {
         var h = MachineHarness()
         h.send(.default)
-        let task = AnyAPITask(
-            identifier: 2, policy: .ignoreCurrent, scope: nil, deadline: 5,
-            cacheSettings: .init(option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
-            sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
+        let task = AnyAPITask(identifier: 2, settings: .init(policy: .ignoreCurrent, deadline: 5), engine: nil)
         let actions = h.run { $0.send(task, observed: true, into: &$1) }
         #expect(Array(actions) == [.tell(task, .ended(.failure(.ignored), nil))])
     }

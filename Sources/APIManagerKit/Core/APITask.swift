@@ -118,28 +118,74 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let sensitiveHeaders: Set<String>
     /// The request's ``APIRequest/maxResponseBodySize``, read when it is sent.
     let maxResponseBodySize: Int?
+    /// What only some tasks carry (a total timeout, an idempotency header, credential origins,
+    /// progress, a download, a body stream, added headers), kept apart so that a plain task does not
+    /// pay their bytes: `nil` when the task has none of them.
+    private let extras: Extras?
+
+    /// The settings only some tasks have, in one box (see ``AnyAPITask/extras``).
+    final class Extras: Sendable {
+        let totalTimeout: TimeInterval?
+        let idempotencyHeader: IdempotencyHeader?
+        let ownIdempotencyKey: LockedState<String?>?
+        let credentialOrigins: [Origin]?
+        let progressStreams: ProgressStreams?
+        let download: APIDownload?
+        let bodyStream: StreamBuffer?
+        let addedHeaders: [String: String]?
+
+        /// `nil` when there is none of them (checked before anything is allocated).
+        static func make(
+            totalTimeout: TimeInterval?, idempotencyHeader: IdempotencyHeader?, credentialOrigins: [Origin]?,
+            reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?
+        ) -> Extras? {
+            guard
+                totalTimeout != nil || idempotencyHeader != nil || credentialOrigins != nil || reportsProgress
+                    || download != nil || bodyStream != nil || addedHeaders != nil
+            else { return nil }
+            return Extras(
+                totalTimeout: totalTimeout, idempotencyHeader: idempotencyHeader, credentialOrigins: credentialOrigins,
+                reportsProgress: reportsProgress, download: download, bodyStream: bodyStream, addedHeaders: addedHeaders
+            )
+        }
+
+        private init(
+            totalTimeout: TimeInterval?, idempotencyHeader: IdempotencyHeader?, credentialOrigins: [Origin]?,
+            reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?
+        ) {
+            self.totalTimeout = totalTimeout.map(APIRequestDefaults.clampedTimeout)
+            self.idempotencyHeader = idempotencyHeader
+            self.ownIdempotencyKey = idempotencyHeader == nil ? nil : LockedState(nil)
+            self.credentialOrigins = credentialOrigins
+            self.progressStreams = reportsProgress ? ProgressStreams() : nil
+            self.download = download
+            self.bodyStream = bodyStream
+            self.addedHeaders = addedHeaders
+        }
+    }
+
     /// The request's ``APIRequest/totalTimeout``, read when it is sent (clamped, unchecked).
-    let totalTimeout: TimeInterval?
+    var totalTimeout: TimeInterval? { extras?.totalTimeout }
     /// The idempotency header every attempt carries (see ``APIRequest/idempotencyKey``), made when
     /// the task was sent; `nil` for none.
-    let idempotencyHeader: IdempotencyHeader?
+    var idempotencyHeader: IdempotencyHeader? { extras?.idempotencyHeader }
     /// The value of the idempotency header on the wire, when the request set the header itself
     /// (in `urlRequest(for:)` or `configure(_:)`): read from its first built request. Only a task
     /// with an idempotency key has one.
-    private let ownIdempotencyKey: LockedState<String?>?
+    private var ownIdempotencyKey: LockedState<String?>? { extras?.ownIdempotencyKey }
     /// The origins this task's credentials may go to (a page reached through a link); `nil` for
     /// any. Sent elsewhere, the request goes without them, as after a redirect.
-    let credentialOrigins: [Origin]?
+    var credentialOrigins: [Origin]? { extras?.credentialOrigins }
     /// The progress sequences of a task whose request reports progress; `nil` for the others.
-    let progressStreams: ProgressStreams?
+    var progressStreams: ProgressStreams? { extras?.progressStreams }
     /// The request's ``APIRequest/download``, read when it is sent.
-    let download: APIDownload?
+    var download: APIDownload? { extras?.download }
     /// Where the body goes as it arrives, for a task sent by ``APIManager/bytes(for:)`` and its
     /// siblings; `nil` for the others.
-    let bodyStream: StreamBuffer?
+    var bodyStream: StreamBuffer? { extras?.bodyStream }
     /// Headers every attempt carries besides the request's (a reconnected event stream's
     /// `Last-Event-ID`); `nil` for none.
-    let addedHeaders: [String: String]?
+    var addedHeaders: [String: String]? { extras?.addedHeaders }
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -151,36 +197,41 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     func recordOwnIdempotencyKey(_ value: String) {
         ownIdempotencyKey?.withLock { $0 = value }
     }
-    init(
-        identifier: UInt64, policy: APIConcurrencyPolicy, scope: String?, priority: Int = 0,
-        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
-        sharing: APIRequestSharing = .never, group: APIConcurrencyGroup? = nil, deadline: TimeInterval?,
-        cacheSettings: CacheSettings, sensitiveHeaders: Set<String>, maxResponseBodySize: Int?, engine: APIEngine?,
-        idempotencyHeader: IdempotencyHeader? = nil, credentialOrigins: [Origin]? = nil,
-        reportsProgress: Bool = false, download: APIDownload? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil, totalTimeout: TimeInterval? = nil, lock: Lock? = nil
-    ) {
-        self.totalTimeout = totalTimeout.map(APIRequestDefaults.clampedTimeout)
+    /// What a task reads from its request, once, when it is sent: the task keeps these and never
+    /// reads the request's settings again (a request's computed properties may change meanwhile).
+    struct Settings {
+        var policy: APIConcurrencyPolicy
+        var scope: String?
+        var priority = 0
+        var lineLimit: APILineLimit?
+        var concurrencyLimit = 4
+        var pacing = Pacing()
+        var sharing = APIRequestSharing.never
+        var group: APIConcurrencyGroup?
+        var deadline: TimeInterval?
+        var cacheSettings = CacheSettings(
+            option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false)
+        var sensitiveHeaders: Set<String> = []
+        var maxResponseBodySize: Int?
+        /// What only some tasks carry; `nil` for none.
+        var extras: Extras?
+    }
+
+    init(identifier: UInt64, settings: borrowing Settings, engine: APIEngine?, lock: Lock? = nil) {
         self.identifier = identifier
-        self.addedHeaders = addedHeaders
-        self.bodyStream = bodyStream
-        self.download = download
-        self.progressStreams = reportsProgress ? ProgressStreams() : nil
-        self.credentialOrigins = credentialOrigins
-        self.idempotencyHeader = idempotencyHeader
-        self.ownIdempotencyKey = idempotencyHeader == nil ? nil : LockedState(nil)
-        self.maxResponseBodySize = maxResponseBodySize
-        self.sensitiveHeaders = sensitiveHeaders
-        self.cacheSettings = cacheSettings
-        self.concurrencyPolicy = policy
-        self.concurrencyScope = scope
-        self.priority = priority
-        self.lineLimit = lineLimit
-        self.concurrencyLimit = max(1, concurrencyLimit)
-        self.pacing = pacing
-        self.sharing = sharing
-        self.concurrencyGroup = group
-        self.deadline = deadline
+        self.extras = settings.extras
+        self.maxResponseBodySize = settings.maxResponseBodySize
+        self.sensitiveHeaders = settings.sensitiveHeaders
+        self.cacheSettings = settings.cacheSettings
+        self.concurrencyPolicy = settings.policy
+        self.concurrencyScope = settings.scope
+        self.priority = settings.priority
+        self.lineLimit = settings.lineLimit
+        self.concurrencyLimit = max(1, settings.concurrencyLimit)
+        self.pacing = settings.pacing
+        self.sharing = settings.sharing
+        self.concurrencyGroup = settings.group
+        self.deadline = settings.deadline
         self.engine = engine
         self.lock = engine?.lock ?? lock ?? Lock()
     }
@@ -192,11 +243,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         group: APIConcurrencyGroup? = nil
     ) {
         self.init(
-            identifier: identifier, policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
-            concurrencyLimit: concurrencyLimit, pacing: pacing, group: group, deadline: nil,
-            cacheSettings: CacheSettings(
-                option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false),
-            sensitiveHeaders: [], maxResponseBodySize: nil, engine: nil)
+            identifier: identifier,
+            settings: Settings(
+                policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
+                concurrencyLimit: concurrencyLimit, pacing: pacing, group: group),
+            engine: nil)
     }
 
     /// The current state.
@@ -295,41 +346,54 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil
     ) {
         self.request = request
-        // Settings only some policies use are read only for them.
-        let policy = policy ?? request.concurrencyPolicy
+        super.init(
+            identifier: 0,
+            settings: Self.settings(
+                of: request, policy: policy ?? request.concurrencyPolicy, credentialOrigins: credentialOrigins,
+                bodyStream: bodyStream, addedHeaders: addedHeaders),
+            engine: engine)
+    }
+
+    /// What the task keeps of its request (see ``AnyAPITask/Settings``); settings only some
+    /// policies use are read only for them.
+    private static func settings(
+        of request: Request, policy: APIConcurrencyPolicy, credentialOrigins: [Origin]?, bodyStream: StreamBuffer?,
+        addedHeaders: [String: String]?
+    ) -> Settings {
         let mayWaitInLine: Bool
         switch policy {
         case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited: mayWaitInLine = true
         case .default, .cancelOthers, .ignoreCurrent, .debounce, .throttle: mayWaitInLine = false
         }
         let paced = policy == .debounce || policy == .throttle
-        super.init(
-            identifier: 0, policy: policy, scope: request.concurrencyScope,
-            priority: request.priority, lineLimit: mayWaitInLine || paced ? request.lineLimit : nil,
+        return Settings(
+            policy: policy, scope: request.concurrencyScope, priority: request.priority,
+            lineLimit: mayWaitInLine || paced ? request.lineLimit : nil,
             concurrencyLimit: policy == .limited ? request.concurrencyLimit : 4,
             pacing: paced
                 ? Pacing(
                     debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
                     throttleMode: request.throttleMode) : Pacing(),
-            sharing: request.sharing, group: request.concurrencyGroup,
-            deadline: request.deadline,
+            sharing: request.sharing, group: request.concurrencyGroup, deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,
                 storesAuthenticated: request.cachesAuthenticatedResponses),
             sensitiveHeaders: request.authorization.map { [$0.header.name] } ?? [],
-            maxResponseBodySize: request.maxResponseBodySize, engine: engine,
-            idempotencyHeader: request.idempotencyKey.map { key in
-                // A request that sets the header itself sends its own value: the task reports it.
-                if let own = request.headers.first(where: {
-                    $0.key.caseInsensitiveCompare(key.headerName) == .orderedSame
-                })?.value {
-                    return IdempotencyHeader(name: key.headerName, value: own)
-                }
-                return key.makeHeader()
-            },
-            credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
-            download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream, addedHeaders: addedHeaders,
-            totalTimeout: request.totalTimeout)
+            maxResponseBodySize: request.maxResponseBodySize,
+            extras: Extras.make(
+                totalTimeout: request.totalTimeout,
+                idempotencyHeader: request.idempotencyKey.map { key in
+                    // A request that sets the header itself sends its own value: the task reports it.
+                    if let own = request.headers.first(where: {
+                        $0.key.caseInsensitiveCompare(key.headerName) == .orderedSame
+                    })?.value {
+                        return IdempotencyHeader(name: key.headerName, value: own)
+                    }
+                    return key.makeHeader()
+                },
+                credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
+                download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream,
+                addedHeaders: addedHeaders))
     }
 }
 
