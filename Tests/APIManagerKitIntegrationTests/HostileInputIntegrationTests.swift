@@ -114,12 +114,18 @@ struct HostileInputIntegrationTests {
             let url = try #require(URL(string: path, relativeTo: Server.rawURL)?.absoluteURL)
             return String(decoding: try await client.response(for: HTTPRequest(absolute: url)).body, as: UTF8.self)
         }
-        #expect(try await body("/overlong?delay=0.05") == "first")
-        // The extra bytes arrive while the connection is idle, before the next request. The server
-        // sends them 50 ms after the answer; on a loaded machine its thread ran more than 300 ms late
-        // (CI, 2026-11-27: the bytes came after the next request went out, where no client can tell
-        // them from an answer), so the wait leaves it a wide margin.
-        try await Task.sleep(for: .milliseconds(1500))
+        let token = UUID().uuidString
+        #expect(try await body("/overlong?delay=0.05&token=\(token)") == "first")
+        // The extra bytes must arrive while the connection is idle, before the next request: the
+        // server sends them 50 ms after the answer, and a loaded machine ran its thread more than
+        // 300 ms late (CI, 2026-11-27), so the test waits until the server says they went out (asked
+        // on a connection of another transport, not the one under test), then gives the client's
+        // event loop a moment to read them.
+        let watcher = Client<APIRawResponse>(transport: URLSessionTransport())
+        let sentURL = try #require(URL(string: "/sent?token=\(token)", relativeTo: Server.rawURL)?.absoluteURL)
+        let sent = try await watcher.response(for: HTTPRequest(absolute: sentURL)).body
+        #expect(String(decoding: sent, as: UTF8.self) == "sent")
+        try await Task.sleep(for: .milliseconds(100))
         var answers: [String] = []
         for index in 0..<3 { answers.append(try await body("/plain\(index)")) }
         let expected = ["real /plain0", "real /plain1", "real /plain2"]

@@ -78,4 +78,29 @@ struct EngineConfigurationTests {
             return
         }
     }
+
+    @Test func credentialsAndPersistedHeadersGivenInAConfigurationReachTheWire() throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let authentication = APIAuthentication(authenticator: MockAuthenticator(), clock: clock)
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "token-1"))
+        let persisted = APIPersistedHeaders(names: ["client"])
+        let origin = try #require(APIPersistedHeaders.origin(of: testBaseURL))
+        persisted.store.save(["client": "c-1"], forOrigin: origin)
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.authentication = authentication
+        configuration.persistedHeaders = persisted
+        let manager = TestManager(engine: APIEngine(configuration: configuration))
+        manager.send(TestRequest("/ok"))
+        let sent = try #require(transport.records.first?.request)
+        #expect(sent.value(forHTTPHeaderField: "Authorization") == "Bearer token-1")
+        #expect(sent.value(forHTTPHeaderField: "client") == "c-1")
+        #expect(manager.engine.configuration.authentication === authentication)
+        #expect(manager.engine.configuration.persistedHeaders?.names == ["client"])
+    }
 }

@@ -5,7 +5,10 @@ Routes (the connection is kept alive after each answer):
 - /overlong: a 5-byte body "first" announced as such, followed on the same connection by a second
   complete response nobody asked for (body "smuggled"): the bytes a client must never read as the
   answer to its next request. At once, or with ?delay=S after S seconds (so they arrive after the
-  client has taken the connection back for its next request).
+  client has taken the connection back for its next request). With &token=T the server notes when
+  those late bytes have been sent.
+- /sent?token=T: waits (at most 10 s) until the late bytes of /overlong?...&token=T have been sent,
+  then answers "sent" (or "not sent"), so that a test waits for the event instead of for a time.
 - anything else: 200 with the body "real <path>".
 
 Usage: raw_server.py PORT
@@ -16,6 +19,14 @@ import threading
 import time
 
 SMUGGLED = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\nsmuggled"
+# token -> set once the late bytes of /overlong?...&token=token were sent.
+sent_events = {}
+sent_lock = threading.Lock()
+
+
+def sent_event(token):
+    with sent_lock:
+        return sent_events.setdefault(token, threading.Event())
 
 
 def respond(body, extra=b""):
@@ -47,15 +58,21 @@ def serve(connection):
                     return
                 buffer += chunk
             buffer = buffer[length:]
-            if path.split(b"?")[0] == b"/overlong":
-                query = dict(item.split(b"=", 1) for item in path.partition(b"?")[2].split(b"&") if b"=" in item)
+            route = path.split(b"?")[0]
+            query = dict(item.split(b"=", 1) for item in path.partition(b"?")[2].split(b"&") if b"=" in item)
+            if route == b"/overlong":
                 delay = float(query.get(b"delay", b"0"))
                 if delay > 0:
                     connection.sendall(respond(b"first"))
                     time.sleep(delay)
                     connection.sendall(SMUGGLED)
+                    if b"token" in query:
+                        sent_event(query[b"token"]).set()
                 else:
                     connection.sendall(respond(b"first", SMUGGLED))
+            elif route == b"/sent":
+                done = sent_event(query.get(b"token", b"")).wait(10)
+                connection.sendall(respond(b"sent" if done else b"not sent"))
             else:
                 connection.sendall(respond(b"real " + path.split(b"?")[0]))
 
