@@ -24,7 +24,7 @@ extension Story {
         name: "gallery", title: "Gallery: 20 thumbnails, two managers, one limit of 4 (a concurrency group)"
     ) { stage in
         stage.stub("/thumbnail", MockTransport.Reply.status(200).after(0.2), live: "delay/0.2")
-        let group = APIConcurrencyGroup(limit: 4)
+        let group = APIConcurrencyPolicy.Group(limit: 4)
         let peak = Peak()
         let managers = [stage.api, stage.makeAPI()]
         for manager in managers {
@@ -75,7 +75,7 @@ extension Story {
         // the later ones to /get, on the same origin.
         stage.stub("/items", MockTransport.Reply.status(503).after(0.1), live: "status/503")
         stage.stub("/items/again", MockTransport.Reply.status(200).after(0.1), live: "get")
-        let api = stage.makeAPI(circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 1))
+        let api = stage.makeAPI(circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 1))
         let timeline = stage.timeline
         api.engine.eventMonitor = { event in
             switch event.kind {

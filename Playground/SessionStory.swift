@@ -35,7 +35,7 @@ extension Story {
 
 /// Renews the story's token: on the simulated backend after 0.3 s of virtual time, live at the
 /// integration server's token endpoint. Notes each refresh on the timeline.
-final class TokenService: APIAuthenticator, @unchecked Sendable {
+final class TokenService: APIAuthentication.Authenticator, @unchecked Sendable {
     // @unchecked: immutable after init; the clock and timeline are thread-safe.
     let setting: Stage.Setting
     let tokenURL: URL?

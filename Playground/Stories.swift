@@ -15,8 +15,8 @@ struct StoryRequest: APIRequest {
     var retryPolicy: APIRetryPolicy?
     var cacheOption: APIResponseCache.Option = .networkOnly
     var debounceInterval: TimeInterval = 0.3
-    var sharing: APIRequestSharing = .never
-    var concurrencyGroup: APIConcurrencyGroup?
+    var sharing: APIConcurrencyPolicy.Sharing = .never
+    var concurrencyGroup: APIConcurrencyPolicy.Group?
     var method: HTTPMethod = .get
     var parameters: APIParameters = .none
     var headers: [String: String] = [:]
@@ -195,7 +195,7 @@ final class Stage: @unchecked Sendable {
 
     /// Another manager on the stage's transport and clock, on an engine of its own, its events on
     /// the same timeline.
-    func makeAPI(circuitBreaker: APICircuitBreaker? = nil) -> StoryAPI {
+    func makeAPI(circuitBreaker: APIEngine.CircuitBreaker? = nil) -> StoryAPI {
         let api = StoryAPI(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .inline, execution: isLive ? .concurrent() : .inline,
@@ -223,7 +223,7 @@ final class Stage: @unchecked Sendable {
 }
 
 /// A deterministic jitter source, so the flaky story prints the same delays every run.
-struct SeededRandom: APIRandomSource {
+struct SeededRandom: APIRetryPolicy.RandomSource {
     let seed: UInt64
     private let counter = Counter()
     init(seed: UInt64) { self.seed = seed }

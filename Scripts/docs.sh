@@ -31,8 +31,8 @@ python3 Scripts/check-links.py "$graphs" APIManagerKit APIManagerKitTesting
 # What can be counted: the Playground's stories, APIError's cases, the delegate's hooks.
 python3 Scripts/check-doc-counts.py
 # The public surface, counted: the count may only go down (a new top-level type nests in its family
-# instead, or lowers this bound in the same change); the target for 1.0 is at most 60.
-python3 Scripts/count-public-types.py "$graphs" APIManagerKit --at-most 79
+# instead, or lowers this bound in the same change); the 1.0 target, at most 60, is reached.
+python3 Scripts/count-public-types.py "$graphs" APIManagerKit --at-most 60
 python3 Scripts/count-public-types.py "$graphs" APIManagerKitTesting --at-most 3
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 for module in APIManagerKit APIManagerKitTesting; do

@@ -9,13 +9,13 @@ import FoundationNetworking
 /// refresh until the test releases it.
 ///
 /// Credentials are sent as `Authorization: Bearer <accessToken>`, and a `401` refuses them (the
-/// `APIAuthenticator` defaults). Each refresh answers with the next scripted reply, the last one
+/// `APIAuthentication.Authenticator` defaults). Each refresh answers with the next scripted reply, the last one
 /// repeating; without a script, refresh `n` returns `APIAuthentication.Credential(accessToken: "token-n",
 /// refreshToken: "refresh-n")`.
 ///
 /// With an engine whose execution is `.inline`, a refresh that is not held ends inside the call that
 /// started it, and ``release(with:)`` returns once the refresh and the replays it lets go have run.
-public final class MockAuthenticator: APIAuthenticator, @unchecked Sendable {
+public final class MockAuthenticator: APIAuthentication.Authenticator, @unchecked Sendable {
     // @unchecked: all mutable state is read and written only under `lock`.
 
     /// What a refresh answers.

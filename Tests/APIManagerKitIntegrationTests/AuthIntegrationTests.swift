@@ -39,7 +39,7 @@ struct AuthIntegrationTests {
 
     @Test func persistedAuthHeadersAreCapturedAndSentOnLaterRequests() async throws {
         let store = APIAuthentication.InMemoryCredentialStore()
-        let client = Client<Echoed>(persisted: APIPersistedHeaders(store: store))
+        let client = Client<Echoed>(persisted: APIAuthentication.PersistedHeaders(store: store))
         // httpbin sets the response headers named in the query.
         _ = try await Client<APIRawResponse>(persisted: client.engine.persistedHeaders)
             .response(
@@ -57,8 +57,8 @@ struct AuthIntegrationTests {
 
     @Test func credentialsDoNotFollowARedirectToAnotherOrigin() async throws {
         let store = APIAuthentication.InMemoryCredentialStore()
-        store.save(["access-token": "tok"], forOrigin: APIPersistedHeaders.origin(of: Server.url) ?? "")
-        let client = Client<Echoed>(persisted: APIPersistedHeaders(store: store))
+        store.save(["access-token": "tok"], forOrigin: APIAuthentication.PersistedHeaders.origin(of: Server.url) ?? "")
+        let client = Client<Echoed>(persisted: APIAuthentication.PersistedHeaders(store: store))
         let target = Server.secondURL.appendingPathComponent("headers").absoluteString
         var request = HTTPRequest("redirect-to", parameters: ["url": .string(target)])
         request.authorization = .bearer("secret")

@@ -131,7 +131,7 @@ struct NginxIntegrationTests {
         let first = try await manager.response(for: CachedFileRequest(path: name, download: download))
         #expect(first.statusCode == 200)
         try FileManager.default.removeItem(at: download.destination)
-        var sources: [APIResponseSource] = []
+        var sources: [APIResponseCache.Source] = []
         for try await answer in manager.responses(for: CachedFileRequest(path: name, download: download)) {
             sources.append(answer.source)
         }

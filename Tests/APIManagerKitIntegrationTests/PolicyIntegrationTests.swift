@@ -74,7 +74,7 @@ struct PolicyIntegrationTests {
 
     @Test func aGroupSharedByTwoManagersNeverRunsMoreThanItsLimitOnTheServer() async throws {
         let group = UUID().uuidString
-        let shared = APIConcurrencyGroup(limit: 2)
+        let shared = APIConcurrencyPolicy.Group(limit: 2)
         let clients = [Client<APIRawResponse>(), Client<APIRawResponse>()]  // two engines
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             for index in 0..<6 {

@@ -7,7 +7,7 @@ import FoundationNetworking
 #endif
 
 /// Renews tokens at the fixture's OAuth-style token endpoint, counting its refreshes.
-final class FixtureTokenRefresher: APIAuthenticator, @unchecked Sendable {
+final class FixtureTokenRefresher: APIAuthentication.Authenticator, @unchecked Sendable {
     // @unchecked: `count` is only touched under `lock`.
     let tokenURL: URL
     private let lock = NSLock()

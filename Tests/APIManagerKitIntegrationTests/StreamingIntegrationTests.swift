@@ -84,7 +84,7 @@ struct StreamingIntegrationTests {
             Issue.record("expected a rejection, got \(String(describing: thrown))")
             return
         }
-        #expect((underlying as? APIServerSentEventStream.NotAnEventStream)?.contentType == "application/json")
+        #expect((underlying as? APIServerSentEvent.Stream.NotAnEventStream)?.contentType == "application/json")
         #expect(response.statusCode == 200)
         #expect(events == 0)
         #expect(Date().timeIntervalSince(started) < 2, "no reconnection")

@@ -28,16 +28,16 @@ struct HTTPRequest: APIRequest {
     var method: HTTPMethod = .get
     var headers: [String: String] = [:]
     var parameters: APIParameters = .none
-    var bodyEncoding: APIBodyEncoding = .json
+    var bodyEncoding: APIParameters.BodyEncoding = .json
     var body: APIRequestBody?
-    var authorization: APIAuthorization?
+    var authorization: APIAuthentication.Authorization?
     var timeout: TimeInterval = 30
     var retryPolicy: APIRetryPolicy?
     var concurrencyPolicy: APIConcurrencyPolicy = .default
     var concurrencyLimit = 4
-    var sharing: APIRequestSharing = .never
-    var group: APIConcurrencyGroup?
-    var concurrencyGroup: APIConcurrencyGroup? { group }
+    var sharing: APIConcurrencyPolicy.Sharing = .never
+    var group: APIConcurrencyPolicy.Group?
+    var concurrencyGroup: APIConcurrencyPolicy.Group? { group }
     var acceptableStatusCodes: APIStatusCodes = .success
     var maxBodySize: Int? = APIRequestDefaults.maxResponseBodySize
     var maxResponseBodySize: Int? { maxBodySize }
@@ -75,7 +75,7 @@ final class Client<Response: APIResponse>: APIManager {
     let engine: APIEngine
     init(_ engine: APIEngine) { self.engine = engine }
     convenience init(
-        transport: any APITransport = Shared.transport, persisted: APIPersistedHeaders? = nil,
+        transport: any APITransport = Shared.transport, persisted: APIAuthentication.PersistedHeaders? = nil,
         cookies: APICookieStore? = nil
     ) {
         self.init(APIEngine(transport: transport, delivery: .inline, persistedHeaders: persisted, cookies: cookies))

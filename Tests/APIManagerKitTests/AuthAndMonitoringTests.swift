@@ -10,7 +10,7 @@ import FoundationNetworking
 @Suite("Auth and monitoring", .timeLimit(.minutes(1)))
 struct AuthAndMonitoringTests {
     func manager(
-        _ transport: MockTransport, _ clock: TestClock, persisted: APIPersistedHeaders? = nil,
+        _ transport: MockTransport, _ clock: TestClock, persisted: APIAuthentication.PersistedHeaders? = nil,
         cache: APIResponseCache? = nil
     ) -> TestManager {
         TestManager(
@@ -25,7 +25,7 @@ struct AuthAndMonitoringTests {
         transport.stub(nil, "/sign_in", .json("{}", headers: ["access-token": "tok-1", "Client": "c-1", "uid": "ada"]))
         transport.stub(nil, "/me", .json("{}", headers: ["access-token": "tok-2"]))
         let store = APIAuthentication.InMemoryCredentialStore()
-        let api = manager(transport, clock, persisted: APIPersistedHeaders(store: store))
+        let api = manager(transport, clock, persisted: APIAuthentication.PersistedHeaders(store: store))
         _ = try await api.response(for: TestRequest("/sign_in", method: .post))
         _ = try await api.response(for: TestRequest("/me"))
         _ = try await api.response(for: TestRequest("/me"))
@@ -50,7 +50,7 @@ struct AuthAndMonitoringTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/refuse", .json("{}", status: 401, headers: ["access-token": "rotated"]))
         let store = APIAuthentication.InMemoryCredentialStore()
-        let api = manager(transport, clock, persisted: APIPersistedHeaders(store: store))
+        let api = manager(transport, clock, persisted: APIAuthentication.PersistedHeaders(store: store))
         _ = try? await api.response(for: TestRequest("/refuse"))
         #expect(store.headers(forOrigin: "https://api.test:443") == ["access-token": "rotated"])
     }
@@ -64,7 +64,7 @@ struct AuthAndMonitoringTests {
         let recorded = Locked<[APIResponseCache.Event]>([])
         let cache = APIResponseCache(
             disk: nil, clock: clock, eventHandler: { event in recorded.withLock { $0.append(event) } })
-        let api = manager(transport, clock, persisted: APIPersistedHeaders(store: store), cache: cache)
+        let api = manager(transport, clock, persisted: APIAuthentication.PersistedHeaders(store: store), cache: cache)
         _ = try await api.response(for: TestRequest("/me"))
         let events = recorded.withLock { $0 }
         #expect(events.contains { "\($0)".contains("credentials") })

@@ -262,7 +262,7 @@ struct AuthenticationTests {
     @Test func theRefreshRunsWithoutTheEngineLockAndSeesTheWaitingTasksInFlight() {
         let seen = Locked<Int?>(nil)
         let engineBox = Locked<APIEngine?>(nil)
-        struct CountingAuthenticator: APIAuthenticator {
+        struct CountingAuthenticator: APIAuthentication.Authenticator {
             let seen: Locked<Int?>
             let engine: Locked<APIEngine?>
             func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
@@ -314,7 +314,7 @@ struct AuthenticationTests {
     }
 
     @Test func aCustomAuthenticatorDecidesHowTheCredentialIsAppliedAndRefused() {
-        struct KeyAuthenticator: APIAuthenticator {
+        struct KeyAuthenticator: APIAuthentication.Authenticator {
             func apply(_ credential: APIAuthentication.Credential, to request: inout URLRequest) {
                 request.setValue(credential.accessToken, forHTTPHeaderField: "X-Session")
             }

@@ -144,7 +144,7 @@ struct CacheTests {
         h.send("/feed", .networkOnly)
         var request = TestRequest("/feed")
         request.cacheOption = .both
-        var received: [APIResponseSource] = []
+        var received: [APIResponseCache.Source] = []
         var failure: APIError?
         do {
             for try await delivery in h.manager.responses(for: request) { received.append(delivery.source) }

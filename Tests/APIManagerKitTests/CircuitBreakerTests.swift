@@ -18,7 +18,7 @@ struct CircuitBreakerTests {
 
     private func opened(threshold: Int = 3, interval: Double = 10) -> Resilience {
         var resilience = Resilience(
-            breaker: APICircuitBreaker(failureThreshold: threshold, openInterval: interval), budget: nil)
+            breaker: APIEngine.CircuitBreaker(failureThreshold: threshold, openInterval: interval), budget: nil)
         for task in 1...UInt64(threshold) {
             _ = resilience.admit(origin: origin, task: task, isFirstAttempt: true, now: 0)
             _ = resilience.record(origin: origin, task: task, transientFailure: true, now: 0)
@@ -27,7 +27,8 @@ struct CircuitBreakerTests {
     }
 
     @Test func consecutiveTransientFailuresOpenTheCircuit() {
-        var resilience = Resilience(breaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10), budget: nil)
+        var resilience = Resilience(
+            breaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 10), budget: nil)
         var changes: [Resilience.Change?] = []
         for task in UInt64(1)...3 {
             #expect(resilience.admit(origin: origin, task: task, isFirstAttempt: true, now: 0) == .admitted)
@@ -41,7 +42,7 @@ struct CircuitBreakerTests {
     }
 
     @Test func anAnswerThatIsNotATransientFailureResetsTheCount() {
-        var resilience = Resilience(breaker: APICircuitBreaker(failureThreshold: 2), budget: nil)
+        var resilience = Resilience(breaker: APIEngine.CircuitBreaker(failureThreshold: 2), budget: nil)
         _ = resilience.admit(origin: origin, task: 1, isFirstAttempt: true, now: 0)
         _ = resilience.record(origin: origin, task: 1, transientFailure: true, now: 0)
         _ = resilience.record(origin: origin, task: 2, transientFailure: false, now: 0)
@@ -84,7 +85,7 @@ struct CircuitBreakerTests {
 
     @Test func aCancelledAttemptLeavesTheFailureCountAsItWas() {
         var resilience = Resilience(
-            breaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10), budget: nil)
+            breaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 10), budget: nil)
         for task in 1...2 as ClosedRange<UInt64> {
             _ = resilience.admit(origin: origin, task: task, isFirstAttempt: true, now: 0)
             _ = resilience.record(origin: origin, task: task, transientFailure: true, now: 0)
@@ -96,7 +97,7 @@ struct CircuitBreakerTests {
 
     @Test func theRetryBudgetAllowsItsFloorThenItsShareOfRequests() {
         var resilience = Resilience(
-            breaker: nil, budget: APIRetryBudget(ratio: 0.5, minimumRetries: 1, window: 10))
+            breaker: nil, budget: APIEngine.RetryBudget(ratio: 0.5, minimumRetries: 1, window: 10))
         _ = resilience.admit(origin: origin, task: 1, isFirstAttempt: true, now: 0)
         var allowed: [Bool] = []
         allowed.append(resilience.allowsRetry(origin: origin, now: 0))  // the floor
@@ -140,7 +141,7 @@ struct CircuitBreakerTests {
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .inline, execution: .inline,
-                circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
+                circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 10)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
         return (clock, transport, up, manager, monitor)
@@ -229,7 +230,7 @@ struct CircuitBreakerTests {
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .inline, execution: .inline,
-                retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
+                retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
         let retry = APIRetryPolicy(maxAttempts: 5, baseDelay: 1, jitter: .none)
@@ -259,7 +260,7 @@ struct CircuitBreakerTests {
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .inline, execution: .inline,
-                circuitBreaker: APICircuitBreaker(failureThreshold: 3, openInterval: 10)))
+                circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 10)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
         var request = TestRequest("/items")
@@ -285,7 +286,7 @@ struct CircuitBreakerTests {
         let manager = TestManager(
             engine: APIEngine(
                 transport: transport, clock: clock, delivery: .inline, execution: .inline,
-                retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
+                retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
         let monitor = Monitor()
         manager.engine.eventMonitor = { monitor.record($0) }
         var request = TestRequest("/flaky", retry: APIRetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none))

@@ -13,8 +13,8 @@ struct ConcurrencyGroupTests {
         var url = testBaseURL
         var path: String
         var priority = 0
-        var group: APIConcurrencyGroup
-        var concurrencyGroup: APIConcurrencyGroup? { group }
+        var group: APIConcurrencyPolicy.Group
+        var concurrencyGroup: APIConcurrencyPolicy.Group? { group }
     }
 
     final class ImageManager: APIManager {
@@ -35,7 +35,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func twoManagersOnTwoEnginesShareOneLimit() {
-        let group = APIConcurrencyGroup(limit: 4)
+        let group = APIConcurrencyPolicy.Group(limit: 4)
         let transport = heldTransport()
         let thumbnails = manager(transport)
         let avatars = manager(transport)
@@ -54,7 +54,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func waitingTasksOfAllManagersAreServedByPriorityThenAskingOrder() {
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = heldTransport()
         let first = manager(transport)
         let second = manager(transport)
@@ -74,7 +74,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func managersInAGroupStaySeparateInEverythingElse() {
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = heldTransport()
         let first = manager(transport)
         let second = manager(transport)
@@ -91,7 +91,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func aWaitingTaskThatIsCancelledLeavesTheGroupsLine() {
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = heldTransport()
         let images = manager(transport)
         images.send(ImageRequest(path: "/image", group: group))
@@ -104,7 +104,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func manyCancelledWaitersLeaveTheLineInOrderForTheRest() {
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = heldTransport()
         let images = manager(transport)
         images.send(ImageRequest(path: "/image", group: group))
@@ -144,7 +144,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func aReleasedEnginesSlotGoesToTheNextWaitingTask() {
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = heldTransport()
         var doomed: ImageManager? = manager(transport)
         doomed?.send(ImageRequest(path: "/image", group: group))
@@ -158,7 +158,7 @@ struct ConcurrencyGroupTests {
 
     @Test func aTaskKeepsItsSlotWhileItWaitsForARetry() {
         let clock = TestClock()
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/flaky", .status(503), .json(#"{"value":"ok"}"#))
         transport.stub(nil, "/image", .json(#"{"value":"png"}"#))
@@ -167,8 +167,8 @@ struct ConcurrencyGroupTests {
         struct Retrying: APIRequest {
             var url = testBaseURL
             var path = "/flaky"
-            var group: APIConcurrencyGroup
-            var concurrencyGroup: APIConcurrencyGroup? { group }
+            var group: APIConcurrencyPolicy.Group
+            var concurrencyGroup: APIConcurrencyPolicy.Group? { group }
             var retryPolicy: APIRetryPolicy? { APIRetryPolicy(baseDelay: 1, jitter: .none) }
         }
         final class RetryingManager: APIManager {
@@ -190,7 +190,7 @@ struct ConcurrencyGroupTests {
     @Test(arguments: [nil, "images"] as [String?])
     func aTaskCancelledDuringItsRetryDelayGivesItsSlotToTheWaitingTask(scope: String?) {
         let clock = TestClock()
-        let group = APIConcurrencyGroup(limit: 1)
+        let group = APIConcurrencyPolicy.Group(limit: 1)
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/flaky", .status(503))
         transport.stub(nil, "/image", MockTransport.Reply.json(#"{"value":"png"}"#).held())
@@ -212,7 +212,7 @@ struct ConcurrencyGroupTests {
     }
 
     @Test func fourManagersOnFourEnginesFromFourThreadsNeverPassTheLimit() async {
-        let group = APIConcurrencyGroup(limit: 3)
+        let group = APIConcurrencyPolicy.Group(limit: 3)
         let transport = MockTransport()
         transport.stub(nil, "/image", .json(#"{"value":"png"}"#))
         let managers = (0..<4).map { _ in

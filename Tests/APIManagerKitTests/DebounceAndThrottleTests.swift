@@ -168,7 +168,7 @@ struct DebounceAndThrottleTests {
         var query: String
         var concurrencyPolicy: APIConcurrencyPolicy = .debounce
         var concurrencyScope: String?
-        var lineLimit: APILineLimit?
+        var lineLimit: APIConcurrencyPolicy.LineLimit?
         var throttleInterval: TimeInterval = 1
         var parameters: APIParameters { .query(["q": .string(query)]) }
     }
@@ -236,7 +236,7 @@ struct DebounceAndThrottleTests {
         let first = manager.send(refresh)
         clock.advance(by: 1)
         var impatient = refresh
-        impatient.lineLimit = APILineLimit(maxWait: 3)
+        impatient.lineLimit = APIConcurrencyPolicy.LineLimit(maxWait: 3)
         let second = manager.send(impatient)
         #expect(second.state.name == "waiting", "its turn is at 10 s")
         clock.advance(by: 3)
@@ -255,7 +255,7 @@ struct DebounceAndThrottleTests {
         let (clock, transport, manager) = pacedManager()
         var refresh = SearchRequest(query: "feed", concurrencyPolicy: .throttle)
         refresh.throttleInterval = 2
-        refresh.lineLimit = APILineLimit(maxLength: 0, maxWait: 5)
+        refresh.lineLimit = APIConcurrencyPolicy.LineLimit(maxLength: 0, maxWait: 5)
         manager.send(refresh)
         let second = manager.send(refresh)
         #expect(second.state.name == "waiting", "maxLength counts the line only; a quiet wait is outside it")
@@ -268,7 +268,7 @@ struct DebounceAndThrottleTests {
     func aDebouncedTaskWhoseQuietWaitIsLongerThanItsMaxWaitEndsUnsent(scope: String?) {
         let (clock, transport, manager) = pacedManager()
         var query = SearchRequest(query: "swift", concurrencyScope: scope)
-        query.lineLimit = APILineLimit(maxWait: 0.1)
+        query.lineLimit = APIConcurrencyPolicy.LineLimit(maxWait: 0.1)
         let task = manager.send(query)
         clock.advance(by: 0.1)
         #expect(task.state.name == "waitedTooLong(0.1)")

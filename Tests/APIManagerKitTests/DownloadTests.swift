@@ -18,7 +18,7 @@ struct DownloadTests {
         var download: APIDownload?
         var retryPolicy: APIRetryPolicy?
         var concurrencyScope: String?
-        var sharing: APIRequestSharing = .never
+        var sharing: APIConcurrencyPolicy.Sharing = .never
         var reportsProgress = false
         var concurrencyPolicy: APIConcurrencyPolicy = .default
     }

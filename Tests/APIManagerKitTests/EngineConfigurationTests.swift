@@ -20,7 +20,7 @@ struct EngineConfigurationTests {
         configuration.execution = .inline
         configuration.defaultHeaders = .none
         configuration.cookies = APICookieStore()
-        configuration.circuitBreaker = APICircuitBreaker(failureThreshold: 2)
+        configuration.circuitBreaker = APIEngine.CircuitBreaker(failureThreshold: 2)
         let manager = TestManager(engine: APIEngine(configuration: configuration))
         let recorder = EventRecorder()
         manager.delegate = recorder
@@ -65,13 +65,13 @@ struct EngineConfigurationTests {
         let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
         let original = APIEngine(
             transport: MockTransport(), delivery: .inline, execution: .inline, cache: cache, defaultHeaders: .none,
-            retryBudget: APIRetryBudget(ratio: 0.2))
+            retryBudget: APIEngine.RetryBudget(ratio: 0.2))
         original.delivery = .queue(.global())
         let copy = APIEngine(configuration: original.configuration)
         #expect(copy.cache === cache)
         #expect(copy.transport as? MockTransport === original.transport as? MockTransport)
         #expect(copy.defaultHeaders == .none)
-        #expect(copy.retryBudget == APIRetryBudget(ratio: 0.2))
+        #expect(copy.retryBudget == APIEngine.RetryBudget(ratio: 0.2))
         // The delivery as it is now, not as it was made.
         guard case .queue = copy.delivery, case .inline = copy.execution else {
             Issue.record("the copy's delivery or execution differs")
@@ -85,8 +85,8 @@ struct EngineConfigurationTests {
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         let authentication = APIAuthentication(authenticator: MockAuthenticator(), clock: clock)
         authentication.signIn(with: APIAuthentication.Credential(accessToken: "token-1"))
-        let persisted = APIPersistedHeaders(names: ["client"])
-        let origin = try #require(APIPersistedHeaders.origin(of: testBaseURL))
+        let persisted = APIAuthentication.PersistedHeaders(names: ["client"])
+        let origin = try #require(APIAuthentication.PersistedHeaders.origin(of: testBaseURL))
         persisted.store.save(["client": "c-1"], forOrigin: origin)
         var configuration = APIEngine.Configuration()
         configuration.transport = transport

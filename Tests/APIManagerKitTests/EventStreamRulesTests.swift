@@ -64,8 +64,8 @@ struct EventStreamRulesTests {
             return
         }
         #expect(
-            underlying as? APIServerSentEventStream.NotAnEventStream
-                == APIServerSentEventStream.NotAnEventStream(statusCode: status, contentType: contentType))
+            underlying as? APIServerSentEvent.Stream.NotAnEventStream
+                == APIServerSentEvent.Stream.NotAnEventStream(statusCode: status, contentType: contentType))
         #expect(response.statusCode == status)
         #expect(mock.records.count == 1, "no reconnection")
         #expect(events.bytes.task.state.name == "rejected", "the task fails with the same error")

@@ -216,7 +216,7 @@ struct TypedEndToEndTests {
         h.send("/feed", .networkOnly)
         var request = TestRequest("/feed")
         request.cacheOption = .both
-        var received: [APISourcedResponse<Echo>] = []
+        var received: [APIResponseCache.SourcedResponse<Echo>] = []
         for try await delivery in h.manager.responses(for: request) { received.append(delivery) }
         #expect(received.map(\.response) == [Echo(value: "old"), Echo(value: "new")])
         #expect(received.map(\.source) == [.cache, .network])

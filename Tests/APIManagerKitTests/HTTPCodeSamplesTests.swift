@@ -156,7 +156,8 @@ struct HTTPCodeSamplesTests {
         let credentials = APIAuthentication.FileCredentialStore(
             fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-credentials.json"))
         let engine = APIEngine(
-            persistedHeaders: APIPersistedHeaders(names: ["access-token", "client", "uid"], store: credentials))
+            persistedHeaders: APIAuthentication.PersistedHeaders(
+                names: ["access-token", "client", "uid"], store: credentials))
         credentials.save(["uid": "ada"], forOrigin: "https://api.example.com:443")
         // sign-out:
         credentials.removeHeaders(forOrigin: "https://api.example.com:443")

@@ -11,7 +11,7 @@ extension MachineHarness {
     /// Sends a task with a line limit.
     @discardableResult
     mutating func send(
-        _ policy: APIConcurrencyPolicy, scope: String? = nil, limit: APILineLimit
+        _ policy: APIConcurrencyPolicy, scope: String? = nil, limit: APIConcurrencyPolicy.LineLimit
     ) -> AnyAPITask {
         let task = AnyAPITask(identifier: UInt64(tasks.count + 1), policy: policy, scope: scope, lineLimit: limit)
         tasks.append(task)
@@ -28,10 +28,10 @@ struct LineLimitTests {
         h.send(.default, scope: scope)
         h.send(.waitUntilDone, scope: scope)
         h.send(.waitUntilDone, scope: scope)
-        let refused = h.send(policy, scope: scope, limit: APILineLimit(maxLength: 2))
+        let refused = h.send(policy, scope: scope, limit: APIConcurrencyPolicy.LineLimit(maxLength: 2))
         #expect(h.events(of: refused) == ["failed \(APIError.lineFull(maxLength: 2))"])
         #expect(h.machine.inFlightCount == 3)
-        let admitted = h.send(policy, scope: scope, limit: APILineLimit(maxLength: 3))
+        let admitted = h.send(policy, scope: scope, limit: APIConcurrencyPolicy.LineLimit(maxLength: 3))
         #expect(h.events(of: admitted) == ["waiting"])
         #expect(h.starts == ["1#1"], "nothing refused was started")
     }
@@ -39,10 +39,10 @@ struct LineLimitTests {
     @Test func aNegativeLengthMeansTheTaskNeverWaits() {
         var h = MachineHarness()
         h.send(.default)
-        let task = h.send(.waitUntilDone, limit: APILineLimit(maxLength: -3))
+        let task = h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxLength: -3))
         #expect(h.events(of: task) == ["failed \(APIError.lineFull(maxLength: 0))"])
         var fresh = MachineHarness()
-        let alone = fresh.send(.waitUntilDone, limit: APILineLimit(maxLength: 0))
+        let alone = fresh.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxLength: 0))
         #expect(fresh.events(of: alone) == ["started 1"], "a task that does not wait is not limited")
     }
 
@@ -50,10 +50,10 @@ struct LineLimitTests {
         var h = MachineHarness()
         h.send(.default)
         let waiting = h.send(.conflate)
-        let refused = h.send(.conflate, limit: APILineLimit(maxLength: 0))
+        let refused = h.send(.conflate, limit: APIConcurrencyPolicy.LineLimit(maxLength: 0))
         #expect(h.events(of: refused) == ["failed \(APIError.lineFull(maxLength: 0))"])
         #expect(h.events(of: waiting) == ["waiting"], "still waiting")
-        let replacing = h.send(.conflate, limit: APILineLimit(maxLength: 1))
+        let replacing = h.send(.conflate, limit: APIConcurrencyPolicy.LineLimit(maxLength: 1))
         #expect(h.events(of: waiting).last == "failed cancelled(policy)")
         #expect(h.events(of: replacing) == ["waiting"], "it waits alone, within its limit")
     }
@@ -63,7 +63,7 @@ struct LineLimitTests {
         var h = MachineHarness()
         let running = h.send(.default, scope: scope)
         let first = h.send(.waitUntilDone, scope: scope)
-        let impatient = h.send(.waitUntilDone, scope: scope, limit: APILineLimit(maxWait: 5))
+        let impatient = h.send(.waitUntilDone, scope: scope, limit: APIConcurrencyPolicy.LineLimit(maxWait: 5))
         #expect(Array(h.lastActions) == [.scheduleWaitLimit(impatient, after: 5)])
         let last = h.send(.waitUntilDone, scope: scope)
         let timer = NamedHandle()
@@ -79,7 +79,7 @@ struct LineLimitTests {
     @Test func aTaskThatStartsInTimeHasItsWaitTimerCancelled() {
         var h = MachineHarness()
         let running = h.send(.default)
-        let task = h.send(.waitUntilDone, limit: APILineLimit(maxWait: 5))
+        let task = h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxWait: 5))
         let timer = NamedHandle()
         h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         h.finish(running)
@@ -92,7 +92,7 @@ struct LineLimitTests {
     @Test func cancellingAWaitingTaskCancelsItsWaitTimer() {
         var h = MachineHarness()
         h.send(.default)
-        let task = h.send(.waitUntilDone, limit: APILineLimit(maxWait: 5))
+        let task = h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxWait: 5))
         let timer = NamedHandle()
         h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
         #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
@@ -103,9 +103,9 @@ struct LineLimitTests {
     @Test func aWaitLimitThatIsNotFiniteIsNoLimit() {
         var h = MachineHarness()
         h.send(.default)
-        h.send(.waitUntilDone, limit: APILineLimit(maxWait: .infinity))
+        h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxWait: .infinity))
         #expect(Array(h.lastActions) == [])
-        h.send(.waitUntilDone, limit: APILineLimit(maxWait: -1))
+        h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxWait: -1))
         #expect(Array(h.lastActions) == [.scheduleWaitLimit(h.tasks[2], after: 0)], "a negative wait counts as 0")
     }
 
@@ -116,7 +116,7 @@ struct LineLimitTests {
         var path: String
         var concurrencyPolicy: APIConcurrencyPolicy = .waitUntilDone
         var concurrencyScope: String? = "cart"
-        var lineLimit: APILineLimit?
+        var lineLimit: APIConcurrencyPolicy.LineLimit?
     }
 
     final class LimitedManager: APIManager {
@@ -136,8 +136,9 @@ struct LineLimitTests {
         let recorder = EventRecorder()
         manager.delegate = recorder
         let blocker = manager.send(LimitedRequest(path: "/held"))
-        let impatient = manager.send(LimitedRequest(path: "/next", lineLimit: APILineLimit(maxWait: 5)))
-        let full = manager.send(LimitedRequest(path: "/next", lineLimit: APILineLimit(maxLength: 1)))
+        let impatient = manager.send(
+            LimitedRequest(path: "/next", lineLimit: APIConcurrencyPolicy.LineLimit(maxWait: 5)))
+        let full = manager.send(LimitedRequest(path: "/next", lineLimit: APIConcurrencyPolicy.LineLimit(maxLength: 1)))
         #expect(describe(try #require(full.state.failure)) == "lineFull(1)")
         clock.advance(by: 4.9)
         #expect(impatient.state.name == "waiting")
@@ -156,7 +157,8 @@ struct LineLimitTests {
         let manager = LimitedManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
         manager.send(LimitedRequest(path: "/held"))
         await #expect(throws: APIError.self) {
-            try await manager.response(for: LimitedRequest(path: "/x", lineLimit: APILineLimit(maxLength: 0)))
+            try await manager.response(
+                for: LimitedRequest(path: "/x", lineLimit: APIConcurrencyPolicy.LineLimit(maxLength: 0)))
         }
         transport.releaseAll()
     }

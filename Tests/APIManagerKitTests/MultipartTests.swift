@@ -228,7 +228,7 @@ struct MultipartTests {
         var headers: [String: String] = [:]
         var multipartInMemoryLimit = APIRequestDefaults.multipartInMemoryLimit
         var retryPolicy: APIRetryPolicy?
-        var sharing: APIRequestSharing = .never
+        var sharing: APIConcurrencyPolicy.Sharing = .never
         var concurrencyScope: String?
     }
 
@@ -381,7 +381,7 @@ struct MultipartTests {
         try Data(count: 10).write(to: file)
         var form = APIMultipartFormData()
         try form.append(APIFile(url: file), name: "file")
-        let writer = APIBodyWriter(form: form, length: try form.contentLength())
+        let writer = APIRequestBody.Writer(form: form, length: try form.contentLength())
         try FileManager.default.removeItem(at: file)
         #expect(throws: APIError.self) { try writer.write { _ in } }
     }
@@ -390,7 +390,7 @@ struct MultipartTests {
         struct Closed: Error {}
         var form = APIMultipartFormData()
         try form.append("value", name: "field")
-        let writer = APIBodyWriter(form: form, length: try form.contentLength())
+        let writer = APIRequestBody.Writer(form: form, length: try form.contentLength())
         #expect(throws: Closed.self) { try writer.write { _ in throw Closed() } }
     }
 

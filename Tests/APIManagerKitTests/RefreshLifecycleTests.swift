@@ -230,7 +230,7 @@ final class Signal: Sendable {
 }
 
 /// A refresh that never returns until cancelled, and says when it started and was cancelled.
-final class CancellationAwareAuthenticator: APIAuthenticator {
+final class CancellationAwareAuthenticator: APIAuthentication.Authenticator {
     let started = Signal()
     let cancelled = Signal()
 

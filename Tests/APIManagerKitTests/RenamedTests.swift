@@ -68,4 +68,41 @@ struct RenamedTests {
             return
         }
     }
+
+    @available(*, deprecated, message: "uses the names of before 1.0 on purpose")
+    @Test func thePolicyEncodingAndAuthenticationNamesKeepTheirOldNames() {
+        let limit = APILineLimit(maxLength: 3)
+        #expect(limit == APIConcurrencyPolicy.LineLimit(maxLength: 3))
+        let sharing: APIRequestSharing = .always
+        #expect(sharing == APIConcurrencyPolicy.Sharing.always)
+        let group = APIConcurrencyGroup(limit: 2)
+        #expect(group.limit == 2)
+        #expect(APIQueryEncoding(arrays: .indexed) == APIParameters.QueryEncoding(arrays: .indexed))
+        let body: APIBodyEncoding = .form(APIQueryEncoding.default)
+        #expect(body.contentType == APIParameters.BodyEncoding.form.contentType)
+        #expect(APIBodyWriter.self == APIRequestBody.Writer.self)
+        let authorization: APIAuthorization = .bearer("a")
+        #expect(authorization == APIAuthentication.Authorization.bearer("a"))
+        #expect(APIPersistedHeaders(names: ["uid"]).names == APIAuthentication.PersistedHeaders(names: ["uid"]).names)
+        #expect((any APIAuthenticator).self == (any APIAuthentication.Authenticator).self)
+        let breaker = APICircuitBreaker(failureThreshold: 2)
+        #expect(breaker == APIEngine.CircuitBreaker(failureThreshold: 2))
+        #expect(APIRetryBudget(ratio: 0.5) == APIEngine.RetryBudget(ratio: 0.5))
+    }
+
+    @available(*, deprecated, message: "uses the names of before 1.0 on purpose")
+    @Test func theResponseMappingAndRetryNamesKeepTheirOldNames() {
+        let source: APIResponseSource = .revalidated
+        #expect(source == APIResponseCache.Source.revalidated)
+        #expect(APISourcedResponse<APIEmptyResponse>.self == APIResponseCache.SourcedResponse<APIEmptyResponse>.self)
+        let format: APIDateFormat = .secondsSince1970
+        #expect(format == APIMap.DateFormat.secondsSince1970)
+        let random: any APIRandomSource = SystemRandomSource()
+        #expect((0..<1).contains(random.nextUnitInterval()))
+        let codes: any APIStatusCodesConvertible = 200..<300
+        #expect(codes.statusCodes == APIStatusCodes(200..<300))
+        let message = APIServerMessage.find(in: APIRawResponse(statusCode: 400, body: Data(#"{"message":"no"}"#.utf8)))
+        #expect(message == "no")
+        #expect(APIServerSentEventStream.self == APIServerSentEvent.Stream.self)
+    }
 }

@@ -13,10 +13,10 @@ struct BuildRequest: APIRequest {
     var method: HTTPMethod = .get
     var headers: [String: String] = [:]
     var parameters: APIParameters = .none
-    var bodyEncoding: APIBodyEncoding = .json
-    var queryEncoding: APIQueryEncoding = .default
+    var bodyEncoding: APIParameters.BodyEncoding = .json
+    var queryEncoding: APIParameters.QueryEncoding = .default
     var body: APIRequestBody?
-    var authorization: APIAuthorization?
+    var authorization: APIAuthentication.Authorization?
     var configureError: (any Error & Sendable)?
 
     func configure(_ urlRequest: inout URLRequest) throws {
@@ -110,12 +110,12 @@ struct RequestBuildingTests {
     @Test func arraysBoolsAndNullsFollowTheQueryEncoding() throws {
         let parameters: APIParameters = ["tags": ["a", "b"], "on": true, "gone": nil]
         let repeated = BuildRequest(
-            parameters: parameters, queryEncoding: APIQueryEncoding(arrays: .repeatedKey, bools: .numeric))
+            parameters: parameters, queryEncoding: APIParameters.QueryEncoding(arrays: .repeatedKey, bools: .numeric))
         #expect(try repeated.resolvedURL().query == "on=1&tags=a&tags=b")
         let indexed = BuildRequest(
-            parameters: parameters, queryEncoding: APIQueryEncoding(arrays: .indexed, nulls: .emptyValue))
+            parameters: parameters, queryEncoding: APIParameters.QueryEncoding(arrays: .indexed, nulls: .emptyValue))
         #expect(try indexed.resolvedURL().query == "gone=&on=true&tags%5B0%5D=a&tags%5B1%5D=b")
-        let keyOnly = BuildRequest(parameters: parameters, queryEncoding: APIQueryEncoding(nulls: .keyOnly))
+        let keyOnly = BuildRequest(parameters: parameters, queryEncoding: APIParameters.QueryEncoding(nulls: .keyOnly))
         #expect(try keyOnly.resolvedURL().query?.hasPrefix("gone&") == true)
     }
 
@@ -169,7 +169,7 @@ struct RequestBuildingTests {
     }
 
     @Test func aCustomBodyEncodingIsUsedForParametersByMethod() throws {
-        let lines = APIBodyEncoding.custom(contentType: "text/plain") { value in
+        let lines = APIParameters.BodyEncoding.custom(contentType: "text/plain") { value in
             Data((value.objectValueForTests ?? [:]).keys.sorted().joined(separator: "\n").utf8)
         }
         let request = try BuildRequest(method: .post, parameters: ["b": 1, "a": 2], bodyEncoding: lines)

@@ -14,7 +14,7 @@ struct RequestSharingTests {
         var method: HTTPMethod = .get
         var headers: [String: String] = [:]
         var body: APIRequestBody?
-        var sharing: APIRequestSharing = .safeMethods
+        var sharing: APIConcurrencyPolicy.Sharing = .safeMethods
         var retryPolicy: APIRetryPolicy?
         var concurrencyScope: String?
         var parameters: APIParameters = [:]
@@ -196,7 +196,7 @@ struct RequestSharingTests {
     // MARK: Retries are shared
 
     /// One failure, then an answer; every attempt takes `latency` seconds.
-    private func makeFlaky(latency: TimeInterval = 1, retryBudget: APIRetryBudget? = nil) -> (
+    private func makeFlaky(latency: TimeInterval = 1, retryBudget: APIEngine.RetryBudget? = nil) -> (
         TestClock, MockTransport, ProfileManager
     ) {
         let clock = TestClock()
@@ -311,7 +311,7 @@ struct RequestSharingTests {
 
     @Test func aRetryRefusedByTheBudgetLetsTheWaitingSenderGo() {
         let (clock, transport, manager) = makeFlaky(
-            retryBudget: APIRetryBudget(ratio: 0, minimumRetries: 0, window: 60))
+            retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 0, window: 60))
         let retrier = manager.send(Self.retrying(after: 5))
         let waiting = manager.send(ProfileRequest())  // joins the first flight
         clock.advance(by: 1)

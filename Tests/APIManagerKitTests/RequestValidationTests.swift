@@ -129,8 +129,8 @@ struct RequestValidationTests {
     }
 
     @Test func theQueryEncoderThrowsForNonFiniteNumbersAndEncodesFiniteOnes() throws {
-        #expect(throws: APIError.self) { try APIQueryEncoding.default.encode(["x": [1.5, .double(.nan)]]) }
-        #expect(try APIQueryEncoding.default.encode(["x": 1.5, "y": -0.25]) == "x=1.5&y=-0.25")
+        #expect(throws: APIError.self) { try APIParameters.QueryEncoding.default.encode(["x": [1.5, .double(.nan)]]) }
+        #expect(try APIParameters.QueryEncoding.default.encode(["x": 1.5, "y": -0.25]) == "x=1.5&y=-0.25")
     }
 
     @Test(arguments: [

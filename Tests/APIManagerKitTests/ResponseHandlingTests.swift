@@ -55,7 +55,7 @@ final class GenericManager<Response: APIResponse>: APIManager {
         self.messageOverride = messageOverride
     }
     func errorMessage(in response: APIRawResponse) -> String? {
-        messageOverride.map { $0(response) } ?? APIServerMessage.find(in: response)
+        messageOverride.map { $0(response) } ?? APIRawResponse.ServerMessage.find(in: response)
     }
 }
 

@@ -36,7 +36,7 @@ struct Signer: APIRequestAdapter, APIResponseInspector {
 }
 
 /// Renews the access token at an OAuth 2 token endpoint (RFC 6749, section 6).
-struct OAuthRefresher: APIAuthenticator {
+struct OAuthRefresher: APIAuthentication.Authenticator {
     let tokenURL: URL
     let clientID: String
 

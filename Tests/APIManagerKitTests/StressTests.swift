@@ -106,7 +106,7 @@ struct StressTests {
         transport.stub(nil, "/instant", .json("{}"))
         transport.stub(nil, "/delayed", MockTransport.Reply.json("{}").after(0.5))
         transport.stub(nil, "/failing", MockTransport.Reply.status(503).after(0.2))
-        let group = APIConcurrencyGroup(limit: 3)
+        let group = APIConcurrencyPolicy.Group(limit: 3)
         let recorders = [EventRecorder(), EventRecorder()]
         let managers = recorders.map { recorder in
             let manager = TestManager(
@@ -134,7 +134,7 @@ struct StressTests {
                 if Bool.random(using: &random) { request.group = group }
                 if Int.random(in: 0..<3, using: &random) == 0 { request.sharing = .safeMethods }
                 if Int.random(in: 0..<5, using: &random) == 0 {
-                    request.lineLimit = APILineLimit(maxLength: 3, maxWait: 0.6)
+                    request.lineLimit = APIConcurrencyPolicy.LineLimit(maxLength: 3, maxWait: 0.6)
                 }
                 mine.append((which, managers[which].send(request)))
                 switch Int.random(in: 0..<12, using: &random) {

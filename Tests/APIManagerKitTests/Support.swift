@@ -17,10 +17,10 @@ struct TestRequest: APIRequest {
     var concurrencyScope: String?
     var priority = 0
     var concurrencyLimit = 4
-    var sharing: APIRequestSharing = .never
-    var lineLimit: APILineLimit?
-    var group: APIConcurrencyGroup?
-    var concurrencyGroup: APIConcurrencyGroup? { group }
+    var sharing: APIConcurrencyPolicy.Sharing = .never
+    var lineLimit: APIConcurrencyPolicy.LineLimit?
+    var group: APIConcurrencyPolicy.Group?
+    var concurrencyGroup: APIConcurrencyPolicy.Group? { group }
     var retryPolicy: APIRetryPolicy?
     var deadline: TimeInterval?
     var headers: [String: String] = [:]
@@ -55,7 +55,7 @@ final class TestManager: APIManager {
 }
 
 /// Always returns the same number, so jittered delays are exact.
-struct FixedRandom: APIRandomSource {
+struct FixedRandom: APIRetryPolicy.RandomSource {
     var value: Double
     func nextUnitInterval() -> Double { value }
 }
@@ -255,7 +255,7 @@ final class HeldSinkTransport: OptionsTransport, @unchecked Sendable {
 /// Consumes `events` on another task while the test moves `clock` a quarter second at a time
 /// (while a timer is pending), until the stream ends (or 20,000 turns pass: a starved consumer under ThreadSanitizer gets its turns);
 /// each event as `id:data` (`-` for no ID), and the error it ended with.
-func drainEvents(_ events: APIServerSentEventStream, clock: TestClock) async -> ([String], (any Error)?) {
+func drainEvents(_ events: APIServerSentEvent.Stream, clock: TestClock) async -> ([String], (any Error)?) {
     let result = Locked<([String], (any Error)?)?>(nil)
     let consumer = Task {
         var seen: [String] = []

@@ -21,9 +21,9 @@ struct TransportSeamTests {
         var timeout: TimeInterval = 60
         var totalTimeout: TimeInterval?
         var multipartInMemoryLimit = APIRequestDefaults.multipartInMemoryLimit
-        var sharing: APIRequestSharing = .never
+        var sharing: APIConcurrencyPolicy.Sharing = .never
         var concurrencyScope: String?
-        var authorization: APIAuthorization?
+        var authorization: APIAuthentication.Authorization?
         var retryPolicy: APIRetryPolicy?
         var cacheOption: APIResponseCache.Option = .networkOnly
     }
@@ -129,7 +129,7 @@ struct TransportSeamTests {
     private func manager(
         _ transport: any APITransport, authentication: APIAuthentication? = nil,
         execution: APIEngine.Execution = .inline, clock: TestClock = TestClock(), cache: APIResponseCache? = nil,
-        persistedHeaders: APIPersistedHeaders? = nil
+        persistedHeaders: APIAuthentication.PersistedHeaders? = nil
     ) -> SeamManager {
         SeamManager(
             engine: APIEngine(
@@ -272,7 +272,7 @@ struct TransportSeamTests {
     func persistedHeadersReachTheValueAsCredentials(scope: String?) throws {
         let first = APIRawResponse(statusCode: 200, headers: ["access-token": "t1"], body: Data("ok".utf8))
         let transport = ValueTransport(answers: [.success(first), .success(ValueTransport.ok)])
-        let manager = manager(transport, persistedHeaders: APIPersistedHeaders())
+        let manager = manager(transport, persistedHeaders: APIAuthentication.PersistedHeaders())
         manager.send(SeamRequest(concurrencyScope: scope))
         manager.send(SeamRequest(concurrencyScope: scope))
         let second = try #require(transport.records.last)

@@ -63,7 +63,7 @@ struct PassThroughBoth: APIRequestAdapter, APIResponseInspector {
 }
 
 /// Never refreshes in this benchmark: every request is accepted.
-struct StaticTokens: APIAuthenticator {
+struct StaticTokens: APIAuthentication.Authenticator {
     func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential { credential }
 }
 
@@ -93,10 +93,10 @@ struct LineRequest: APIRequest {
     let url = URL(string: "http://127.0.0.1/ping") ?? URL(fileURLWithPath: "/")
     var concurrencyPolicy: APIConcurrencyPolicy = .waitUntilDone
     var priority = 0
-    var sharing: APIRequestSharing = .never
+    var sharing: APIConcurrencyPolicy.Sharing = .never
     var throttleMode: APIConcurrencyPolicy.ThrottleMode = .wait
-    var group: APIConcurrencyGroup?
-    var concurrencyGroup: APIConcurrencyGroup? { group }
+    var group: APIConcurrencyPolicy.Group?
+    var concurrencyGroup: APIConcurrencyPolicy.Group? { group }
 }
 
 /// The `line` mode's request, as small as it was when the mode was added, so its figures compare.
@@ -290,12 +290,12 @@ case "throttle-ignore":
     exit(0)
 case "group-line":
     // One manager, a group of four held slots, the rest waiting in the group's line by eight priorities.
-    let group = APIConcurrencyGroup(limit: 4)
+    let group = APIConcurrencyPolicy.Group(limit: 4)
     runHeldLine("group-line", count: count) { LineRequest(concurrencyPolicy: .default, priority: $0 % 8, group: group) }
     exit(0)
 case "group":
     // Four managers on four engines, from four threads, sharing a group of four slots.
-    let group = APIConcurrencyGroup(limit: 4)
+    let group = APIConcurrencyPolicy.Group(limit: 4)
     let managers = (0..<4).map { _ in
         LineAPI(
             engine: APIEngine(

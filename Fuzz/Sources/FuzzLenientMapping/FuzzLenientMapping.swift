@@ -9,7 +9,7 @@ public func fuzzLenientMapping(_ start: UnsafeRawPointer, _ count: Int) -> CInt 
     let data = Data(bytes: start, count: count)
     guard let map = try? APIMap(json: data) else { return 0 }
     for path in ["", "a", "a.b", "0", "a.0.b", "data.items"] {
-        func check<Value: APILenientValue>(_ type: Value.Type, format: APIDateFormat = .automatic) {
+        func check<Value: APILenientValue>(_ type: Value.Type, format: APIMap.DateFormat = .automatic) {
             do {
                 _ = try map.value(path, as: type, dateFormat: format)
             } catch {

@@ -42,10 +42,10 @@ public func fuzzQueryEncoding(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     var reader = ValueReader(bytes: ArraySlice(UnsafeRawBufferPointer(start: start, count: count)))
     var parameters: [String: APIValue] = [:]
     for _ in 0..<Int(reader.byte() % 5) { parameters[reader.text()] = reader.value() }
-    for arrays in [APIQueryEncoding.ArrayEncoding.brackets, .repeatedKey, .indexed] {
-        for bools in [APIQueryEncoding.BoolEncoding.literal, .numeric] {
-            for nulls in [APIQueryEncoding.NullEncoding.dropKey, .emptyValue, .keyOnly] {
-                let encoding = APIQueryEncoding(arrays: arrays, bools: bools, nulls: nulls)
+    for arrays in [APIParameters.QueryEncoding.ArrayEncoding.brackets, .repeatedKey, .indexed] {
+        for bools in [APIParameters.QueryEncoding.BoolEncoding.literal, .numeric] {
+            for nulls in [APIParameters.QueryEncoding.NullEncoding.dropKey, .emptyValue, .keyOnly] {
+                let encoding = APIParameters.QueryEncoding(arrays: arrays, bools: bools, nulls: nulls)
                 do {
                     let query = try encoding.encode(parameters)
                     precondition(query.utf8.allSatisfy(allowed.contains), "unescaped character in \(query)")
@@ -53,7 +53,7 @@ public func fuzzQueryEncoding(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
                     guard case .invalidRequest = error else { preconditionFailure("unexpected \(error)") }
                 }
                 do {
-                    _ = try APIBodyEncoding.form(encoding).body(for: .object(parameters))
+                    _ = try APIParameters.BodyEncoding.form(encoding).body(for: .object(parameters))
                 } catch {
                     guard case .invalidRequest = error else { preconditionFailure("unexpected \(error)") }
                 }

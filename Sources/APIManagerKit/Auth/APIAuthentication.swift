@@ -14,7 +14,7 @@ import FoundationNetworking
 /// ```
 ///
 /// Guarantees, for every engine sharing it:
-/// - Any number of requests refused together start exactly one ``APIAuthenticator/refresh(_:)``.
+/// - Any number of requests refused together start exactly one ``APIAuthentication/Authenticator/refresh(_:)``.
 /// - While a refresh runs, no request is sent with the old credential: attempts about to be sent
 ///   wait for it. A waiting task is in flight (``AnyAPITask/state`` `.running`), can be cancelled,
 ///   and its deadline still ends it. When the refresh ends, each waiting request goes on where its
@@ -78,7 +78,7 @@ public final class APIAuthentication: Sendable {
     }
 
     /// Decides how the credential is applied, refused and renewed.
-    public let authenticator: any APIAuthenticator
+    public let authenticator: any APIAuthentication.Authenticator
     /// Where the credential is kept (under ``storageKey`` in place of an origin), read once at start
     /// and written on every change.
     public let store: any APIAuthentication.CredentialStore
@@ -105,7 +105,7 @@ public final class APIAuthentication: Sendable {
     ///   - refreshTimeout: 30 seconds unless given; a refresh still running then is cancelled.
     ///   - clock: a ``DispatchClock`` unless given.
     public init(
-        authenticator: any APIAuthenticator,
+        authenticator: any APIAuthentication.Authenticator,
         store: any APIAuthentication.CredentialStore = APIAuthentication.InMemoryCredentialStore(),
         storageKey: String = "APIManagerKit.credential",
         refreshLimit: RefreshLimit = .default,

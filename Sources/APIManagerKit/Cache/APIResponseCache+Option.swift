@@ -8,7 +8,7 @@ extension APIResponseCache {
         case networkOnly
         /// Delivers the cached response, if there is one, and sends nothing; otherwise goes to the network.
         case cacheOnly
-        /// Delivers the cached response first (marked ``APIResponseSource/cache``, through
+        /// Delivers the cached response first (marked ``APIResponseCache/Source/cache``, through
         /// ``APIManager/task(_:didReceiveCachedResponse:)``), then the network's, which ends the task. A
         /// network failure still ends the task as failed, after the cached copy. The request carries the
         /// cached `ETag` / `Last-Modified` as conditional headers; a `304` ends it with the cached body.
@@ -20,20 +20,24 @@ extension APIResponseCache {
     }
 }
 
-/// Where a delivered response came from.
-public enum APIResponseSource: String, Sendable, Hashable {
-    /// A response received from the network.
-    case network
-    /// A stored response, delivered without asking the network.
-    case cache
-    /// A stored response that the server confirmed with `304 Not Modified`.
-    case revalidated
+extension APIResponseCache {
+    /// Where a delivered response came from.
+    public enum Source: String, Sendable, Hashable {
+        /// A response received from the network.
+        case network
+        /// A stored response, delivered without asking the network.
+        case cache
+        /// A stored response that the server confirmed with `304 Not Modified`.
+        case revalidated
+    }
 }
 
-/// A response together with where it came from, as yielded by ``APIManager/responses(for:)``.
-public struct APISourcedResponse<Response: APIResponse>: Sendable {
-    /// The response.
-    public let response: Response
-    /// Where it came from: the cache, the network, or the cache confirmed by a `304`.
-    public let source: APIResponseSource
+extension APIResponseCache {
+    /// A response together with where it came from, as yielded by ``APIManager/responses(for:)``.
+    public struct SourcedResponse<Response: APIResponse>: Sendable {
+        /// The response.
+        public let response: Response
+        /// Where it came from: the cache, the network, or the cache confirmed by a `304`.
+        public let source: APIResponseCache.Source
+    }
 }

@@ -39,7 +39,7 @@ public enum APIError: Error, Sendable {
     /// decompression); the transfer was cancelled. Never retried.
     case responseTooLarge(limit: Int)
     /// The server refused the credential and it could not be renewed: the authenticator's
-    /// ``APIAuthenticator/refresh(_:)`` threw `underlying`, or refreshes came too often
+    /// ``APIAuthentication/Authenticator/refresh(_:)`` threw `underlying`, or refreshes came too often
     /// (``APIAuthentication/RefreshError/tooManyRefreshes(limit:window:)``). Every task waiting for
     /// that refresh fails with it; the next request may start a new refresh. Never retried.
     case authenticationFailed(underlying: any Error)
@@ -49,7 +49,7 @@ public enum APIError: Error, Sendable {
     /// The task waited in its scope's line for `maxWait` seconds, the longest its request's
     /// ``APIRequest/lineLimit`` allows, without starting; it left the line and nothing was sent.
     case waitedTooLong(maxWait: TimeInterval)
-    /// The engine's ``APICircuitBreaker`` has opened the circuit of the request's origin after
+    /// The engine's ``APIEngine/CircuitBreaker`` has opened the circuit of the request's origin after
     /// repeated transient failures; the attempt failed at once and nothing was sent. The circuit lets
     /// a probe through in `closesIn` seconds (`0`: a probe is out now).
     case circuitOpen(origin: String, closesIn: TimeInterval)

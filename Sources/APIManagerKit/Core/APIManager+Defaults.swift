@@ -21,7 +21,7 @@ extension APIManager {
     }
 
     public func errorMessage(in response: APIRawResponse) -> String? {
-        APIServerMessage.find(in: response)
+        APIRawResponse.ServerMessage.find(in: response)
     }
 
     public func retryDelay(for task: APITask<Request>, afterAttempt attempt: Int, error: APIError) -> TimeInterval? {

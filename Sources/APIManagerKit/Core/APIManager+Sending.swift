@@ -25,7 +25,9 @@ extension APIManager {
     /// otherwise the one response. The stream finishes when the task ends, throwing its ``APIError``
     /// if it failed (after any cached copy). Ending the iteration early cancels the task (reason
     /// ``APIError/CancellationReason/concurrency``).
-    public func responses(for request: Request) -> AsyncThrowingStream<APISourcedResponse<Response>, any Error> {
+    public func responses(for request: Request) -> AsyncThrowingStream<
+        APIResponseCache.SourcedResponse<Response>, any Error
+    > {
         let task = makeTask(for: request)
         return AsyncThrowingStream { continuation in
             continuation.onTermination = { termination in
@@ -34,9 +36,9 @@ extension APIManager {
             task.observe { observation in
                 switch observation {
                 case .cached(let response):
-                    continuation.yield(APISourcedResponse(response: response, source: .cache))
+                    continuation.yield(APIResponseCache.SourcedResponse(response: response, source: .cache))
                 case .ended(.success(let response), let source, _):
-                    continuation.yield(APISourcedResponse(response: response, source: source ?? .network))
+                    continuation.yield(APIResponseCache.SourcedResponse(response: response, source: source ?? .network))
                     continuation.finish()
                 case .ended(.failure(let error), _, _):
                     continuation.finish(throwing: error)

@@ -43,7 +43,7 @@ public protocol APIManager: AnyObject, Sendable {
     func response(for task: APITask<Request>, from raw: APIRawResponse) throws -> Response
 
     /// The server's explanation in a response whose status is unacceptable, for the error's
-    /// message. Defaults to ``APIServerMessage/find(in:keys:)``.
+    /// message. Defaults to ``APIRawResponse/ServerMessage/find(in:keys:)``.
     func errorMessage(in response: APIRawResponse) -> String?
 
     /// The delay before retrying after attempt `attempt` failed with `error`, or `nil` to give up.

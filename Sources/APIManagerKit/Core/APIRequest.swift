@@ -26,15 +26,15 @@ public protocol APIRequest: Sendable {
     /// overridden; an `Encodable` request is its own parameters (``APIParameters/encoding(_:encoder:)``).
     var parameters: APIParameters { get }
     /// How parameters placed in the body by method are encoded. `.json` unless overridden.
-    var bodyEncoding: APIBodyEncoding { get }
+    var bodyEncoding: APIParameters.BodyEncoding { get }
     /// How query parameters are written. `.default` (brackets, `true`/`false`, nulls dropped) unless
     /// overridden.
-    var queryEncoding: APIQueryEncoding { get }
+    var queryEncoding: APIParameters.QueryEncoding { get }
     /// A raw request body, for bodies built by hand. `nil` unless overridden; it cannot be combined
     /// with body parameters.
     var body: APIRequestBody? { get }
     /// Credentials sent with this request. `nil` unless overridden.
-    var authorization: APIAuthorization? { get }
+    var authorization: APIAuthentication.Authorization? { get }
     /// The idle timeout: the longest an attempt may go without a byte sent or received, in seconds,
     /// as `URLRequest.timeoutInterval` and URLSession's `timeoutIntervalForRequest` count it; past it
     /// the attempt fails with `URLError(.timedOut)`. An event stream or a download that keeps
@@ -73,15 +73,15 @@ public protocol APIRequest: Sendable {
     /// unless overridden.
     var throttleMode: APIConcurrencyPolicy.ThrottleMode { get }
     /// Whether an attempt shares one network attempt with identical requests of the engine in flight
-    /// at the same time (see ``APIRequestSharing``). ``APIRequestSharing/never`` unless overridden.
-    var sharing: APIRequestSharing { get }
+    /// at the same time (see ``APIConcurrencyPolicy/Sharing``). ``APIConcurrencyPolicy/Sharing/never`` unless overridden.
+    var sharing: APIConcurrencyPolicy.Sharing { get }
     /// A limit on running tasks shared with other requests, managers and engines (see
-    /// ``APIConcurrencyGroup``): give the same group object to every request that shares the limit.
+    /// ``APIConcurrencyPolicy/Group``): give the same group object to every request that shares the limit.
     /// `nil` (no shared limit) unless overridden. Read once, when the task is sent.
-    var concurrencyGroup: APIConcurrencyGroup? { get }
+    var concurrencyGroup: APIConcurrencyPolicy.Group? { get }
     /// How long the task may wait in its scope's line, by the number of tasks already waiting and by
-    /// time (see ``APILineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
-    var lineLimit: APILineLimit? { get }
+    /// time (see ``APIConcurrencyPolicy/LineLimit``). `nil` (no limit) unless overridden. Read once, when the task is sent.
+    var lineLimit: APIConcurrencyPolicy.LineLimit? { get }
     /// Whether and how a failed attempt is retried. `nil` (no retry) unless overridden.
     var retryPolicy: APIRetryPolicy? { get }
     /// The longest the task may take, all attempts and retry delays included, counted from
@@ -90,7 +90,7 @@ public protocol APIRequest: Sendable {
     var deadline: TimeInterval? { get }
     /// The type ``acceptableStatusCodes`` is declared as: ``APIStatusCodes`` unless a conforming
     /// type declares a `Range<Int>`, `ClosedRange<Int>`, `Set<Int>` or `[Int]` instead (inferred).
-    associatedtype AcceptableStatusCodes: APIStatusCodesConvertible = APIStatusCodes
+    associatedtype AcceptableStatusCodes: APIStatusCodes.Convertible = APIStatusCodes
     /// The statuses the default ``APIManager/response(for:from:)`` accepts; any other fails the
     /// attempt with ``APIError/unacceptableStatus(_:message:)``. ``APIStatusCodes/success``
     /// (`200..<300`) unless overridden; ranges, single codes (`[200, 304]`) or both. A declaration
@@ -146,10 +146,10 @@ extension APIRequest {
     public var headers: [String: String] { [:] }
     /// No parameters unless overridden.
     public var parameters: APIParameters { .none }
-    public var bodyEncoding: APIBodyEncoding { .json }
-    public var queryEncoding: APIQueryEncoding { .default }
+    public var bodyEncoding: APIParameters.BodyEncoding { .json }
+    public var queryEncoding: APIParameters.QueryEncoding { .default }
     public var body: APIRequestBody? { nil }
-    public var authorization: APIAuthorization? { nil }
+    public var authorization: APIAuthentication.Authorization? { nil }
     public var timeout: TimeInterval { 60 }
     public var totalTimeout: TimeInterval? { nil }
     public var concurrencyPolicy: APIConcurrencyPolicy { .default }
@@ -158,9 +158,9 @@ extension APIRequest {
     public var debounceInterval: TimeInterval { 0.3 }
     public var throttleInterval: TimeInterval { 1 }
     public var throttleMode: APIConcurrencyPolicy.ThrottleMode { .wait }
-    public var sharing: APIRequestSharing { .never }
-    public var concurrencyGroup: APIConcurrencyGroup? { nil }
-    public var lineLimit: APILineLimit? { nil }
+    public var sharing: APIConcurrencyPolicy.Sharing { .never }
+    public var concurrencyGroup: APIConcurrencyPolicy.Group? { nil }
+    public var lineLimit: APIConcurrencyPolicy.LineLimit? { nil }
     public var concurrencyScope: String? { nil }
     public var retryPolicy: APIRetryPolicy? { nil }
     public var deadline: TimeInterval? { nil }

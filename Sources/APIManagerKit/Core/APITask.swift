@@ -57,13 +57,13 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The request's ``APIRequest/priority``, as it was when the task was sent.
     public let priority: Int
     /// The request's ``APIRequest/lineLimit``, read when it is sent.
-    let lineLimit: APILineLimit?
+    let lineLimit: APIConcurrencyPolicy.LineLimit?
     /// The request's ``APIRequest/concurrencyLimit``, at least 1, read when it is sent.
     let concurrencyLimit: Int
     /// The request's ``APIRequest/sharing``, read when it is sent.
-    let sharing: APIRequestSharing
+    let sharing: APIConcurrencyPolicy.Sharing
     /// The request's ``APIRequest/concurrencyGroup``, read when it is sent.
-    let concurrencyGroup: APIConcurrencyGroup?
+    let concurrencyGroup: APIConcurrencyPolicy.Group?
     /// The request's pacing, read when it is sent: its debounce interval and its throttle interval
     /// (each a finite number of seconds, at least 0), and whether an early throttled task waits.
     let pacing: Pacing
@@ -93,7 +93,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// What an observer (the async API) is told: a cached copy, then the end.
     enum Observation {
         case cached(BuiltResponse)
-        case ended(Result<BuiltResponse, APIError>, APIResponseSource?)
+        case ended(Result<BuiltResponse, APIError>, APIResponseCache.Source?)
     }
     /// A typed response on its way to the manager and to the async caller. The engine carries it
     /// without knowing its type; it hands itself over (the typed task made it, and only the typed
@@ -101,7 +101,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     struct BuiltResponse: Sendable {
         enum Destination {
             case managerCachedCopy, managerFinished, observerCachedCopy
-            case observerEnded(APIResponseSource?)
+            case observerEnded(APIResponseCache.Source?)
         }
         let handOver: @Sendable (Destination) -> Void
     }
@@ -203,11 +203,11 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         var policy: APIConcurrencyPolicy
         var scope: String?
         var priority = 0
-        var lineLimit: APILineLimit?
+        var lineLimit: APIConcurrencyPolicy.LineLimit?
         var concurrencyLimit = 4
         var pacing = Pacing()
-        var sharing = APIRequestSharing.never
-        var group: APIConcurrencyGroup?
+        var sharing = APIConcurrencyPolicy.Sharing.never
+        var group: APIConcurrencyPolicy.Group?
         var deadline: TimeInterval?
         var cacheSettings = CacheSettings(
             option: .networkOnly, shouldSave: false, partition: nil, storesAuthenticated: false)
@@ -239,8 +239,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
     convenience init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
-        lineLimit: APILineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
-        group: APIConcurrencyGroup? = nil
+        lineLimit: APIConcurrencyPolicy.LineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
+        group: APIConcurrencyPolicy.Group? = nil
     ) {
         self.init(
             identifier: identifier,
@@ -265,7 +265,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     /// Where the response that ended the task came from; `nil` until it finishes with one.
-    public var responseSource: APIResponseSource? {
+    public var responseSource: APIResponseCache.Source? {
         lock.withLock {
             if case .ended(let ending) = record.lifecycle { return ending.source }
             return nil

@@ -76,3 +76,79 @@ public typealias APIMapContext = APIMap.Context
 /// The name of ``APITransferProgress/Reporter`` before 1.0.
 @available(*, deprecated, renamed: "APITransferProgress.Reporter")
 public typealias APIProgressReporter = APITransferProgress.Reporter
+
+/// The name of ``APIServerSentEvent/Stream`` before 1.0.
+@available(*, deprecated, renamed: "APIServerSentEvent.Stream")
+public typealias APIServerSentEventStream = APIServerSentEvent.Stream
+
+/// The name of ``APIStatusCodes/Convertible`` before 1.0.
+@available(*, deprecated, renamed: "APIStatusCodes.Convertible")
+public typealias APIStatusCodesConvertible = APIStatusCodes.Convertible
+
+/// The name of ``APIRetryPolicy/RandomSource`` before 1.0.
+@available(*, deprecated, renamed: "APIRetryPolicy.RandomSource")
+public typealias APIRandomSource = APIRetryPolicy.RandomSource
+
+/// The name of ``APIRetryPolicy/SystemRandomSource`` before 1.0.
+@available(*, deprecated, renamed: "APIRetryPolicy.SystemRandomSource")
+public typealias SystemRandomSource = APIRetryPolicy.SystemRandomSource
+
+/// The name of ``APIParameters/QueryEncoding`` before 1.0.
+@available(*, deprecated, renamed: "APIParameters.QueryEncoding")
+public typealias APIQueryEncoding = APIParameters.QueryEncoding
+
+/// The name of ``APIParameters/BodyEncoding`` before 1.0.
+@available(*, deprecated, renamed: "APIParameters.BodyEncoding")
+public typealias APIBodyEncoding = APIParameters.BodyEncoding
+
+/// The name of ``APIRequestBody/Writer`` before 1.0.
+@available(*, deprecated, renamed: "APIRequestBody.Writer")
+public typealias APIBodyWriter = APIRequestBody.Writer
+
+/// The name of ``APIConcurrencyPolicy/LineLimit`` before 1.0.
+@available(*, deprecated, renamed: "APIConcurrencyPolicy.LineLimit")
+public typealias APILineLimit = APIConcurrencyPolicy.LineLimit
+
+/// The name of ``APIConcurrencyPolicy/Sharing`` before 1.0.
+@available(*, deprecated, renamed: "APIConcurrencyPolicy.Sharing")
+public typealias APIRequestSharing = APIConcurrencyPolicy.Sharing
+
+/// The name of ``APIConcurrencyPolicy/Group`` before 1.0.
+@available(*, deprecated, renamed: "APIConcurrencyPolicy.Group")
+public typealias APIConcurrencyGroup = APIConcurrencyPolicy.Group
+
+/// The name of ``APIResponseCache/Source`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.Source")
+public typealias APIResponseSource = APIResponseCache.Source
+
+/// The name of ``APIResponseCache/SourcedResponse`` before 1.0.
+@available(*, deprecated, renamed: "APIResponseCache.SourcedResponse")
+public typealias APISourcedResponse = APIResponseCache.SourcedResponse
+
+/// The name of ``APIAuthentication/Authorization`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.Authorization")
+public typealias APIAuthorization = APIAuthentication.Authorization
+
+/// The name of ``APIAuthentication/Authenticator`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.Authenticator")
+public typealias APIAuthenticator = APIAuthentication.Authenticator
+
+/// The name of ``APIAuthentication/PersistedHeaders`` before 1.0.
+@available(*, deprecated, renamed: "APIAuthentication.PersistedHeaders")
+public typealias APIPersistedHeaders = APIAuthentication.PersistedHeaders
+
+/// The name of ``APIMap/DateFormat`` before 1.0.
+@available(*, deprecated, renamed: "APIMap.DateFormat")
+public typealias APIDateFormat = APIMap.DateFormat
+
+/// The name of ``APIEngine/CircuitBreaker`` before 1.0.
+@available(*, deprecated, renamed: "APIEngine.CircuitBreaker")
+public typealias APICircuitBreaker = APIEngine.CircuitBreaker
+
+/// The name of ``APIEngine/RetryBudget`` before 1.0.
+@available(*, deprecated, renamed: "APIEngine.RetryBudget")
+public typealias APIRetryBudget = APIEngine.RetryBudget
+
+/// The name of ``APIRawResponse/ServerMessage`` before 1.0.
+@available(*, deprecated, renamed: "APIRawResponse.ServerMessage")
+public typealias APIServerMessage = APIRawResponse.ServerMessage

@@ -18,18 +18,18 @@ public struct APIEvent: Sendable, CustomStringConvertible {
         /// The request was handed to the transport.
         case started
         /// The attempt joined the identical request that task `leaderTask`'s attempt has in flight
-        /// (see ``APIRequestSharing``): nothing more is sent for it, and it gets that answer.
+        /// (see ``APIConcurrencyPolicy/Sharing``): nothing more is sent for it, and it gets that answer.
         case joined(leaderTask: UInt64)
         /// The attempt ended: a raw response (any status) or an error. Not sent for attempts whose
         /// task ended first (cancelled, timed out): their answer is dropped.
         case finished(Result<APIRawResponse, APIError>)
-        /// This attempt's failure opened the circuit of its origin (see ``APICircuitBreaker``): the
+        /// This attempt's failure opened the circuit of its origin (see ``APIEngine/CircuitBreaker``): the
         /// next attempts fail at once for `closesIn` seconds.
         case circuitOpened(origin: String, closesIn: TimeInterval)
         /// This attempt, the probe of a half-open circuit, succeeded: the circuit of its origin is
         /// closed again.
         case circuitClosed(origin: String)
-        /// The retry the task would have made was refused by the engine's ``APIRetryBudget``: the task
+        /// The retry the task would have made was refused by the engine's ``APIEngine/RetryBudget``: the task
         /// ends with the attempt's error.
         case retryRefused(APIError)
     }

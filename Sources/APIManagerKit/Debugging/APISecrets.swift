@@ -18,7 +18,7 @@ import FoundationNetworking
 ///   `author` counts only as `authorize` or `authorise` (`X-Authorization` is secret; `author`,
 ///   `authors` and `authority` are not);
 /// - it is `key`, `sig`, `pwd`, `pass` or `jwt`;
-/// - or it is one of the names added: a request's ``APIAuthorization`` header, persisted auth
+/// - or it is one of the names added: a request's ``APIAuthentication/Authorization`` header, persisted auth
 ///   headers, whatever an authenticator sets, and ``APIEngine/secretNames``.
 ///
 /// The user and password of a URL are always secret.

@@ -49,7 +49,7 @@ public struct APIMultipartFormData: Sendable, Hashable {
 
     /// The form of body parameters: nested objects named `a[b]` and arrays as `encoding` says (as
     /// the form encoder names them), files as file parts, everything else as text.
-    public init(parameters: [String: APIValue], encoding: APIQueryEncoding = .default) throws(APIError) {
+    public init(parameters: [String: APIValue], encoding: APIParameters.QueryEncoding = .default) throws(APIError) {
         self.init()
         for (name, leaf) in try encoding.leaves(of: parameters) {
             switch leaf {

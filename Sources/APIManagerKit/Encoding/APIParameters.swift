@@ -20,7 +20,7 @@ import Foundation
 public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral {
     enum Placement: Sendable {
         case byMethod, path, query
-        case body(APIBodyEncoding?)
+        case body(APIParameters.BodyEncoding?)
     }
 
     enum Source: Sendable {
@@ -122,7 +122,9 @@ public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, Expressib
     }
 
     /// A form body (`application/x-www-form-urlencoded`), whatever the method.
-    public static func form(_ values: [String: APIValue], encoding: APIQueryEncoding = .default) -> APIParameters {
+    public static func form(_ values: [String: APIValue], encoding: APIParameters.QueryEncoding = .default)
+        -> APIParameters
+    {
         APIParameters(parts: [Part(placement: .body(.form(encoding)), source: .value(.object(values)))])
     }
 
@@ -144,7 +146,7 @@ struct ResolvedParameters {
     var body: Body?
 
     enum Body {
-        case value(APIValue, APIBodyEncoding?)
+        case value(APIValue, APIParameters.BodyEncoding?)
         case data(APIRequestBody)
     }
 
@@ -177,7 +179,7 @@ struct ResolvedParameters {
     typealias Placement = APIParameters.Placement
 
     /// Merges `value` into the body: two objects of the same format merge, anything else conflicts.
-    mutating func addBody(_ value: APIValue, encoding: APIBodyEncoding?) throws(APIError) {
+    mutating func addBody(_ value: APIValue, encoding: APIParameters.BodyEncoding?) throws(APIError) {
         switch body {
         case nil:
             body = .value(value, encoding)

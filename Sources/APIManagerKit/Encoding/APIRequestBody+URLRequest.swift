@@ -23,7 +23,8 @@ extension APIRequestBody {
                 if request.value(forHTTPHeaderField: "Content-Length") == nil {
                     request.setValue(String(length), forHTTPHeaderField: "Content-Length")
                 }
-                BodyFile.register(BodyFile(deferring: APIBodyWriter(form: multipart, length: length)), for: placeholder)
+                BodyFile.register(
+                    BodyFile(deferring: APIRequestBody.Writer(form: multipart, length: length)), for: placeholder)
             } else {
                 let file = BodyFile(url: BodyFile.newTemporaryURL(), isTemporary: true)
                 try multipart.write(to: file.url)
@@ -75,7 +76,7 @@ final class BodyFile: Sendable {
     let isTemporary: Bool
     /// A form too large for memory that is not written anywhere: the engine gives it to a transport
     /// that accepts body writers (``APITransport/acceptsBodyWriters``). `url` is then unused.
-    let deferredWriter: APIBodyWriter?
+    let deferredWriter: APIRequestBody.Writer?
 
     init(url: URL, isTemporary: Bool) {
         self.url = url
@@ -83,7 +84,7 @@ final class BodyFile: Sendable {
         deferredWriter = nil
     }
 
-    init(deferring form: APIBodyWriter) {
+    init(deferring form: APIRequestBody.Writer) {
         url = Self.newTemporaryURL()
         isTemporary = false
         deferredWriter = form

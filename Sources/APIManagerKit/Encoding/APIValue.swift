@@ -19,7 +19,7 @@ public enum APIValue: Sendable, Hashable {
     case array([APIValue])
     /// An object: values by key.
     case object([String: APIValue])
-    /// An explicit null: `null` in JSON; in a query or form, what ``APIQueryEncoding/NullEncoding`` says
+    /// An explicit null: `null` in JSON; in a query or form, what ``APIParameters/QueryEncoding/NullEncoding`` says
     /// (dropped unless set otherwise).
     case null
     /// A file to upload: a request whose body parameters hold one is sent as `multipart/form-data`

@@ -41,7 +41,7 @@ enum PathTemplate {
                         + "the path instead of filling one segment")
             }
             used.insert(name)
-            result += APIQueryEncoding.escape(text)
+            result += APIParameters.QueryEncoding.escape(text)
             rest = rest[rest.index(after: close)...]
         }
         result += escapeLiteral(String(rest))

@@ -68,34 +68,36 @@ public struct APIStatusCodes: Sendable, Hashable, ExpressibleByArrayLiteral, Cus
     }
 }
 
-/// What ``APIRequest/acceptableStatusCodes`` may be declared as: an ``APIStatusCodes``, or a
-/// `Range<Int>`, `ClosedRange<Int>`, `Set<Int>` or `[Int]`, each read as the codes it holds.
-public protocol APIStatusCodesConvertible: Sendable {
-    /// The codes, as an ``APIStatusCodes``.
-    var statusCodes: APIStatusCodes { get }
+extension APIStatusCodes {
+    /// What ``APIRequest/acceptableStatusCodes`` may be declared as: an ``APIStatusCodes``, or a
+    /// `Range<Int>`, `ClosedRange<Int>`, `Set<Int>` or `[Int]`, each read as the codes it holds.
+    public protocol Convertible: Sendable {
+        /// The codes, as an ``APIStatusCodes``.
+        var statusCodes: APIStatusCodes { get }
+    }
 }
 
-extension APIStatusCodes: APIStatusCodesConvertible {
+extension APIStatusCodes: APIStatusCodes.Convertible {
     /// Itself.
     public var statusCodes: APIStatusCodes { self }
 }
 
-extension Range: APIStatusCodesConvertible where Bound == Int {
+extension Range: APIStatusCodes.Convertible where Bound == Int {
     /// Every code in the range.
     public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
 }
 
-extension ClosedRange: APIStatusCodesConvertible where Bound == Int {
+extension ClosedRange: APIStatusCodes.Convertible where Bound == Int {
     /// Every code in the range.
     public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
 }
 
-extension Set: APIStatusCodesConvertible where Element == Int {
+extension Set: APIStatusCodes.Convertible where Element == Int {
     /// Exactly these codes.
     public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
 }
 
-extension Array: APIStatusCodesConvertible where Element == Int {
+extension Array: APIStatusCodes.Convertible where Element == Int {
     /// Exactly these codes.
     public var statusCodes: APIStatusCodes { APIStatusCodes(self) }
 }

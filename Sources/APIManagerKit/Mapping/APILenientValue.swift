@@ -116,7 +116,7 @@ extension URL: APILenientValue {
 }
 
 extension Date: APILenientValue {
-    /// In the context's ``APIDateFormat``.
+    /// In the context's ``APIMap/DateFormat``.
     public static func lenientValue(from value: APIValue, at context: APIMap.Context) throws(APIMappingError) -> Date {
         if case .pattern(let pattern) = context.dateFormat, let fault = DatePattern.fault(in: pattern) {
             throw APIMappingError(
@@ -128,7 +128,7 @@ extension Date: APILenientValue {
         throw context.mismatch(context.dateFormat.description, value)
     }
 
-    public static var lenientDescription: String { APIDateFormat.automatic.description }
+    public static var lenientDescription: String { APIMap.DateFormat.automatic.description }
 }
 
 extension Optional: APILenientValue where Wrapped: APILenientValue {

@@ -24,12 +24,12 @@ public struct APIMap: Sendable {
     /// The JSON value this map reads.
     public let root: APIValue
     /// How dates are read unless a call says otherwise. `.automatic` unless given.
-    public var dateFormat: APIDateFormat
+    public var dateFormat: APIMap.DateFormat
     /// The key path of ``root`` in the document it came from (for nested maps); empty at the top.
     public let keyPath: String
 
     /// A map of `root`; `keyPath` is where `root` sits in its document, for errors.
-    public init(_ root: APIValue, dateFormat: APIDateFormat = .automatic, keyPath: String = "") {
+    public init(_ root: APIValue, dateFormat: APIMap.DateFormat = .automatic, keyPath: String = "") {
         self.root = root
         self.dateFormat = dateFormat
         self.keyPath = keyPath
@@ -37,7 +37,7 @@ public struct APIMap: Sendable {
 
     /// Parses a JSON document; a body that is not JSON fails with an ``APIMappingError`` at the top
     /// level.
-    public init(json: Data, dateFormat: APIDateFormat = .automatic) throws(APIMappingError) {
+    public init(json: Data, dateFormat: APIMap.DateFormat = .automatic) throws(APIMappingError) {
         do {
             self.init(try JSONDecoder().decode(APIValue.self, from: json), dateFormat: dateFormat)
         } catch {
@@ -55,7 +55,7 @@ public struct APIMap: Sendable {
 
     /// A date at `keyPath`, read in `format`.
     public func value<Value: APILenientValue>(
-        _ keyPath: String, as type: Value.Type = Value.self, dateFormat: APIDateFormat
+        _ keyPath: String, as type: Value.Type = Value.self, dateFormat: APIMap.DateFormat
     )
         throws(APIMappingError) -> Value
     {
@@ -107,10 +107,10 @@ extension APIMap {
         /// The full key path of the value being converted.
         public let keyPath: String
         /// How dates are read.
-        public let dateFormat: APIDateFormat
+        public let dateFormat: APIMap.DateFormat
 
         /// A context at `keyPath`.
-        public init(keyPath: String, dateFormat: APIDateFormat = .automatic) {
+        public init(keyPath: String, dateFormat: APIMap.DateFormat = .automatic) {
             self.keyPath = keyPath
             self.dateFormat = dateFormat
         }

@@ -10,7 +10,7 @@
 /// ```
 ///
 /// A value that does not convert throws an ``APIMappingError`` naming its full coding path
-/// (`items.0.price`). Dates are read as ``APIDateFormat/automatic``.
+/// (`items.0.price`). Dates are read as ``APIMap/DateFormat/automatic``.
 @propertyWrapper
 public struct Lenient<Value: APILenientValue>: Decodable {
     /// The converted value.

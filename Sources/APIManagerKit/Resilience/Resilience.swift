@@ -4,11 +4,11 @@ import Foundation
 /// its locked state. Its events take the engine's clock (`now`) and say what changed; it never
 /// calls out, so tests drive it alone.
 struct Resilience {
-    let breaker: APICircuitBreaker?
-    let budget: APIRetryBudget?
+    let breaker: APIEngine.CircuitBreaker?
+    let budget: APIEngine.RetryBudget?
     private var origins: [String: OriginState] = [:]
 
-    init(breaker: APICircuitBreaker?, budget: APIRetryBudget?) {
+    init(breaker: APIEngine.CircuitBreaker?, budget: APIEngine.RetryBudget?) {
         self.breaker = breaker
         self.budget = budget
     }
@@ -109,7 +109,7 @@ struct Resilience {
     /// An attempt of task `task` to `origin` that was sent ended without an outcome: it was cancelled
     /// (its task was cancelled, or ended by its deadline), which says nothing of the origin. The
     /// failure count stays as it was; a probe's cancellation lets the next attempt probe at once
-    /// (``APICircuitBreaker``: the circuit neither closes on it nor refuses for another interval).
+    /// (``APIEngine/CircuitBreaker``: the circuit neither closes on it nor refuses for another interval).
     mutating func abandon(origin: String, task: UInt64, now: Double) {
         guard breaker != nil, var state = origins[origin] else { return }
         defer { origins[origin] = state }

@@ -97,7 +97,7 @@ public struct APIRetryPolicy: Sendable, Hashable {
     ///   - attempt: the attempt that failed, 1 for the first.
     ///   - error: how it failed.
     ///   - method: the request's method (non-idempotent ones are retried only when opted in).
-    ///   - randomUnit: a number in `0..<1` from an ``APIRandomSource``, used by `.full` jitter.
+    ///   - randomUnit: a number in `0..<1` from an ``APIRetryPolicy/RandomSource``, used by `.full` jitter.
     ///   - now: the current date, to turn an HTTP-date `Retry-After` into a delay.
     public func delay(
         afterAttempt attempt: Int, error: APIError, method: HTTPMethod, randomUnit: Double, now: Date

@@ -7,7 +7,7 @@ extension APIEngine {
     /// ```swift
     /// var configuration = APIEngine.Configuration()
     /// configuration.cache = .shared
-    /// configuration.circuitBreaker = APICircuitBreaker()
+    /// configuration.circuitBreaker = APIEngine.CircuitBreaker()
     /// let engine = APIEngine(configuration: configuration)
     /// ```
     ///
@@ -21,7 +21,7 @@ extension APIEngine {
         /// The clock retries and deadlines are timed with. A ``DispatchClock`` unless set.
         public var clock: any APIClock = DispatchClock()
         /// Where retry jitter comes from. The system's generator unless set.
-        public var randomSource: any APIRandomSource = SystemRandomSource()
+        public var randomSource: any APIRetryPolicy.RandomSource = APIRetryPolicy.SystemRandomSource()
         /// Where events are delivered. `.queue(.main)` unless set.
         public var delivery: APIEngine.Delivery = .queue(.main)
         /// Where attempts are built and responses decoded. ``APIEngine/Execution/shared`` unless set.
@@ -29,7 +29,7 @@ extension APIEngine {
         /// The response cache. None unless set; ``APIResponseCache/shared`` is a memory and disk cache.
         public var cache: APIResponseCache?
         /// The auth headers captured from responses and sent back. None unless set.
-        public var persistedHeaders: APIPersistedHeaders?
+        public var persistedHeaders: APIAuthentication.PersistedHeaders?
         /// The steps every attempt goes through, in order. None unless set.
         public var interceptors: [any APIInterceptor] = []
         /// The credential every request carries and its single-flight refresh. None unless set.
@@ -40,9 +40,9 @@ extension APIEngine {
         /// The cookies stored from responses and sent back. None unless set: no cookie is stored or sent.
         public var cookies: APICookieStore?
         /// Fails attempts fast while an origin keeps failing. None unless set.
-        public var circuitBreaker: APICircuitBreaker?
+        public var circuitBreaker: APIEngine.CircuitBreaker?
         /// Bounds retries to a fraction of requests. None unless set.
-        public var retryBudget: APIRetryBudget?
+        public var retryBudget: APIEngine.RetryBudget?
 
         /// The defaults: the same engine as `APIEngine()`.
         public init() {}

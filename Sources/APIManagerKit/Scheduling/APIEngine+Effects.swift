@@ -28,7 +28,7 @@ extension SchedulingMachine.Actions {
     }
 }
 
-/// The wait for a retry of a task that shares its requests (``APIRequestSharing``): cancelling it
+/// The wait for a retry of a task that shares its requests (``APIConcurrencyPolicy/Sharing``): cancelling it
 /// also takes the task off the resting flight it was to retry.
 private struct RetryWait: APICancellable {
     let timer: any APICancellable

@@ -28,11 +28,11 @@ public final class APIEngine: @unchecked Sendable {
     /// The clock retries and deadlines are timed with.
     public let clock: any APIClock
     /// Where retry jitter comes from.
-    public let randomSource: any APIRandomSource
+    public let randomSource: any APIRetryPolicy.RandomSource
     /// The response cache requests read and fill through ``APIRequest/cacheOption``; `nil` for none.
     public let cache: APIResponseCache?
     /// The auth headers captured from responses and sent back; `nil` for none.
-    public let persistedHeaders: APIPersistedHeaders?
+    public let persistedHeaders: APIAuthentication.PersistedHeaders?
     /// The cookies stored from responses and sent back (see ``APICookieStore``); `nil` for none.
     public let cookies: APICookieStore?
     /// Where attempts are built and responses decoded (see ``APIEngine/Execution``).
@@ -48,13 +48,13 @@ public final class APIEngine: @unchecked Sendable {
     public let authentication: APIAuthentication?
     /// The headers added to every request that does not set them (see ``APIEngine/DefaultHeaders``).
     public let defaultHeaders: APIEngine.DefaultHeaders
-    /// Fails attempts fast while an origin keeps failing (see ``APICircuitBreaker``); `nil` for none.
-    public let circuitBreaker: APICircuitBreaker?
-    /// Bounds retries to a fraction of requests (see ``APIRetryBudget``); `nil` for none.
-    public let retryBudget: APIRetryBudget?
+    /// Fails attempts fast while an origin keeps failing (see ``APIEngine/CircuitBreaker``); `nil` for none.
+    public let circuitBreaker: APIEngine.CircuitBreaker?
+    /// Bounds retries to a fraction of requests (see ``APIEngine/RetryBudget``); `nil` for none.
+    public let retryBudget: APIEngine.RetryBudget?
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
-    /// The network attempts identical requests share (see ``APIRequestSharing``).
+    /// The network attempts identical requests share (see ``APIConcurrencyPolicy/Sharing``).
     let sharedFlights = SharedFlights()
     /// Whether cache files are written after their task ends (on a work queue) rather than before.
     var writesBehind: Bool {
@@ -89,28 +89,28 @@ public final class APIEngine: @unchecked Sendable {
     ///     one per processor) unless given; ``APIEngine/Execution/concurrent(label:)`` for lanes of the
     ///     engine's own; `.inline` for tests on a virtual clock.
     ///   - cache: none unless given; ``APIResponseCache/shared`` is a memory and disk cache.
-    ///   - persistedHeaders: none unless given (see ``APIPersistedHeaders``).
+    ///   - persistedHeaders: none unless given (see ``APIAuthentication/PersistedHeaders``).
     ///   - interceptors: none unless given (see ``APIInterceptor``).
     ///   - authentication: none unless given (see ``APIAuthentication``).
     ///   - defaultHeaders: ``APIEngine/DefaultHeaders/standard`` (`User-Agent`, `Accept-Language`) unless
     ///     given; ``APIEngine/DefaultHeaders/none`` for none.
     ///   - cookies: none unless given: no cookie is stored or sent (see ``APICookieStore``).
-    ///   - circuitBreaker: none unless given (see ``APICircuitBreaker``).
-    ///   - retryBudget: none unless given (see ``APIRetryBudget``).
+    ///   - circuitBreaker: none unless given (see ``APIEngine/CircuitBreaker``).
+    ///   - retryBudget: none unless given (see ``APIEngine/RetryBudget``).
     public init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
-        randomSource: any APIRandomSource = SystemRandomSource(),
+        randomSource: any APIRetryPolicy.RandomSource = APIRetryPolicy.SystemRandomSource(),
         delivery: APIEngine.Delivery = .queue(.main),
         execution: APIEngine.Execution = .shared,
         cache: APIResponseCache? = nil,
-        persistedHeaders: APIPersistedHeaders? = nil,
+        persistedHeaders: APIAuthentication.PersistedHeaders? = nil,
         interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
         defaultHeaders: APIEngine.DefaultHeaders = .standard,
         cookies: APICookieStore? = nil,
-        circuitBreaker: APICircuitBreaker? = nil,
-        retryBudget: APIRetryBudget? = nil
+        circuitBreaker: APIEngine.CircuitBreaker? = nil,
+        retryBudget: APIEngine.RetryBudget? = nil
     ) {
         self.cookies = cookies
         self.interceptors = interceptors

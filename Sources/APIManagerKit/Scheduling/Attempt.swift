@@ -44,7 +44,7 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var body: AttemptBody = .memory
     /// Its progress reports, for a task that asks for them; `nil` otherwise.
     @exclusivity(unchecked) var progress: ProgressChannel?
-    /// The key of the shared flight it boarded (``APIRequestSharing``); `nil` when not shared.
+    /// The key of the shared flight it boarded (``APIConcurrencyPolicy/Sharing``); `nil` when not shared.
     @exclusivity(unchecked) var flightKey: SharedFlights.Key?
     /// The answer it shares with the other attempts of its flight, set before it is given; `nil`
     /// for an answer of its own.
@@ -135,7 +135,7 @@ final class Attempt: @unchecked Sendable {
         /// The response refuses the credential: the machine decides whether it is sent again.
         case refused
         /// The attempt ends with a response, from `source`.
-        case answered(AnyAPITask.BuiltResponse, APIResponseSource)
+        case answered(AnyAPITask.BuiltResponse, APIResponseCache.Source)
         /// The attempt failed; it is retried if the manager's retry hook says so. (The errors are
         /// boxed: they are large, and the outcomes that pass between stages every time are not.)
         indirect case failed(APIError)

@@ -17,7 +17,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     enum Observation {
         case cached(Manager.Response)
         /// The end; on success, with the raw response the typed one was built from.
-        case ended(Result<Manager.Response, APIError>, APIResponseSource?, APIRawResponse?)
+        case ended(Result<Manager.Response, APIError>, APIResponseCache.Source?, APIRawResponse?)
     }
 
     init(

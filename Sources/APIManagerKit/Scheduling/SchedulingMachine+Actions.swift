@@ -16,7 +16,7 @@ extension SchedulingMachine {
         case scheduleRetry(AnyAPITask, attempt: Int, after: Double)
         /// Schedule the task's deadline; report it with ``deadlineTimerSet(_:timer:)``.
         case scheduleDeadline(AnyAPITask, after: Double)
-        /// Schedule the end of the task's wait in line (``APILineLimit/maxWait``); report it with
+        /// Schedule the end of the task's wait in line (``APIConcurrencyPolicy/LineLimit/maxWait``); report it with
         /// ``waitTimerSet(_:timer:into:)``.
         case scheduleWaitLimit(AnyAPITask, after: Double)
         /// Schedule the end of a debounced or throttled task's quiet wait; report it with

@@ -1,7 +1,7 @@
 /// The scheduling rules: concurrency policies, lines, retries, deadlines and cancellation, as a value
 /// whose events change it and return the actions to perform (``Action``, `Equatable`).
 ///
-/// It calls out to nothing but the ``APIConcurrencyGroup`` of a task that has one, whose lock is a
+/// It calls out to nothing but the ``APIConcurrencyPolicy/Group`` of a task that has one, whose lock is a
 /// leaf (taken under the engine's, never the other way round); a slot the group hands to a task
 /// of another engine is an action (``Action/grantSlot(_:)``), performed after the lock is released.
 ///
@@ -257,7 +257,7 @@ struct SchedulingMachine {
     /// `retryDelay` (a failure the hook wants retried) or ends.
     mutating func attemptEnded(
         _ task: AnyAPITask, attempt: Int, outcome: Result<AnyAPITask.BuiltResponse, APIError>,
-        source: APIResponseSource, retryDelay: Double?, into actions: inout Actions
+        source: APIResponseCache.Source, retryDelay: Double?, into actions: inout Actions
     ) {
         guard isCurrent(task, attempt: attempt) else { return }
         switch (outcome, retryDelay) {
@@ -395,7 +395,7 @@ struct SchedulingMachine {
     }
 
     /// The task joins the line (at its front, or by priority), unless the line is already as long as
-    /// its ``APILineLimit/maxLength`` allows; its ``APILineLimit/maxWait`` timer is to be set.
+    /// its ``APIConcurrencyPolicy/LineLimit/maxLength`` allows; its ``APIConcurrencyPolicy/LineLimit/maxWait`` timer is to be set.
     private mutating func wait(
         _ task: AnyAPITask, in scope: ScopeState, atFront: Bool, into actions: inout Actions
     ) {
@@ -419,7 +419,7 @@ struct SchedulingMachine {
     ) {
         scope.quiet.append(task, as: .quiet)
         emit(.waiting, for: task, into: &actions)
-        // A wait longer than the task's line limit allows ends at the limit (APILineLimit.maxWait).
+        // A wait longer than the task's line limit allows ends at the limit (APIConcurrencyPolicy.LineLimit.maxWait).
         if let maxWait = task.lineLimit?.effectiveMaxWait, maxWait < interval {
             task.record.quietLimit = maxWait
             actions.append(.scheduleQuietEnd(task, after: maxWait))
@@ -492,7 +492,7 @@ struct SchedulingMachine {
     /// ended it (its transport call, if still in progress, is done).
     private mutating func end(
         _ task: AnyAPITask, with outcome: Result<AnyAPITask.BuiltResponse, APIError>,
-        source: APIResponseSource? = nil, into actions: inout Actions, pump shouldPump: Bool = true,
+        source: APIResponseCache.Source? = nil, into actions: inout Actions, pump shouldPump: Bool = true,
         notify: Bool = true, attemptIsOver: Bool = false
     ) {
         var ending = SchedulingRecord.Ending()
@@ -580,7 +580,7 @@ struct SchedulingRecord {
     enum Lifecycle {
         /// Made, not yet sent; `cancelledBeforeSend` when it was cancelled already.
         case created(cancelledBeforeSend: APIError.CancellationReason?)
-        /// Sent, in its scope's line; with the timer of its ``APILineLimit/maxWait`` once set.
+        /// Sent, in its scope's line; with the timer of its ``APIConcurrencyPolicy/LineLimit/maxWait`` once set.
         case waiting(timer: (any APICancellable)?)
         /// An attempt runs.
         case running(RunningAttempt)
@@ -609,7 +609,7 @@ struct SchedulingRecord {
         /// The error the task ended with; `nil` when it finished with a response. The response
         /// itself is not kept: a task the caller holds after it ended does not keep its body alive.
         var failure: APIError?
-        var source: APIResponseSource?
+        var source: APIResponseCache.Source?
         /// The attempt whose transport call was in progress when the task ended: its handle is
         /// cancelled when it arrives, or, not yet sent, it never is.
         var abandonedAttempt: Int?
@@ -629,7 +629,7 @@ struct SchedulingRecord {
     fileprivate(set) var hasReplayed = false
     /// Whether an async caller waits for this task (its typed observer lives in the typed task).
     fileprivate(set) var isObserved = false
-    /// Whether the task holds a slot of its ``APIConcurrencyGroup``, or waits for one (its policy
+    /// Whether the task holds a slot of its ``APIConcurrencyPolicy/Group``, or waits for one (its policy
     /// started it; it is listed as started, its lifecycle still `.waiting`).
     fileprivate(set) var holdsGroupSlot = false
     fileprivate(set) var awaitsGroupSlot = false
@@ -639,7 +639,7 @@ struct SchedulingRecord {
     /// When a throttled task that waits for its turn may start, on the engine's clock (see
     /// ``APIConcurrencyPolicy/throttle``); `nil` for every other task.
     fileprivate(set) var throttleTurn: Double?
-    /// The ``APILineLimit/maxWait`` that ends a debounced or throttled task's quiet wait before its
+    /// The ``APIConcurrencyPolicy/LineLimit/maxWait`` that ends a debounced or throttled task's quiet wait before its
     /// turn; `nil` when the turn comes first.
     fileprivate(set) var quietLimit: Double?
     // Intrusive list links: a task is in at most one list of its scope at a time.

@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The network attempts in flight that identical requests share (see ``APIRequestSharing``), by
+/// The network attempts in flight that identical requests share (see ``APIConcurrencyPolicy/Sharing``), by
 /// key. The first attempt of a key calls the transport; attempts with the same key that come while
 /// it is in flight join it; the transport's answer goes to every attempt still joined, each of which
 /// builds its own response. Leaving (a task cancelled or ended) detaches one attempt; the transport

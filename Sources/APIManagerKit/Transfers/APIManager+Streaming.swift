@@ -32,7 +32,7 @@ extension APIManager {
     /// other answer fails the connection for good: an error status with the task's
     /// ``APIError/unacceptableStatus(_:message:)``, another `2xx` or another type with
     /// ``APIError/rejected(underlying:response:)`` whose `underlying` is
-    /// ``APIServerSentEventStream/NotAnEventStream``; the task fails with the same error, and no
+    /// ``APIServerSentEvent/Stream/NotAnEventStream``; the task fails with the same error, and no
     /// reconnection is made. A typed response that does not build ends the iteration with its error.
     ///
     /// With `reconnection`, a stream that drops (the connection lost, or the body ending) is sent
@@ -48,14 +48,14 @@ extension APIManager {
     /// waiting or running (a newer one: the stream's own had ended), the stream was superseded, and
     /// it ends with ``APIError/cancelled(reason:)`` `.policy`, as it would had it been running.
     public func events(for request: Request, reconnection: APIServerSentEvent.Reconnection? = nil)
-        -> APIServerSentEventStream
+        -> APIServerSentEvent.Stream
     {
         let first = StreamBuffer(expectsEventStream: true)
         let task = makeTask(for: request, bodyStream: first)
         engine.submit(task)
         let reconnectionPolicy: APIConcurrencyPolicy? =
             request.concurrencyPolicy == .cancelOthers ? .ignoreCurrent : nil
-        return APIServerSentEventStream(
+        return APIServerSentEvent.Stream(
             bytes: APIByteStream(task: task, buffer: first, manager: self), reconnection: reconnection,
             reconnect: { [self] lastEventID in
                 let buffer = StreamBuffer(expectsEventStream: true)
@@ -108,144 +108,148 @@ extension APIServerSentEvent {
     }
 }
 
-/// The server-sent events of a streamed response (``APIManager/events(for:reconnection:)``), parsed
-/// as they arrive. Its iterator's ``Iterator/lastEventID`` and ``Iterator/reconnectionTime`` say where
-/// a new request would resume (sent with `Last-Event-ID`); with an ``APIServerSentEvent/Reconnection`` it does so by
-/// itself.
-public struct APIServerSentEventStream: AsyncSequence, Sendable {
-    public typealias Element = APIServerSentEvent
+extension APIServerSentEvent {
+    /// The server-sent events of a streamed response (``APIManager/events(for:reconnection:)``), parsed
+    /// as they arrive. Its iterator's ``Iterator/lastEventID`` and ``Iterator/reconnectionTime`` say where
+    /// a new request would resume (sent with `Last-Event-ID`); with an ``APIServerSentEvent/Reconnection`` it does so by
+    /// itself.
+    public struct Stream: AsyncSequence, Sendable {
+        public typealias Element = APIServerSentEvent
 
-    /// The byte stream it parses (the first one, when it reconnects).
-    public let bytes: APIByteStream
-    let reconnection: APIServerSentEvent.Reconnection?
-    let reconnect: @Sendable (String?) -> APIByteStream
-    let clock: any APIClock
+        /// The byte stream it parses (the first one, when it reconnects).
+        public let bytes: APIByteStream
+        let reconnection: APIServerSentEvent.Reconnection?
+        let reconnect: @Sendable (String?) -> APIByteStream
+        let clock: any APIClock
 
-    init(
-        bytes: APIByteStream, reconnection: APIServerSentEvent.Reconnection?,
-        reconnect: @escaping @Sendable (String?) -> APIByteStream,
-        clock: any APIClock
-    ) {
-        self.bytes = bytes
-        self.reconnection = reconnection
-        self.reconnect = reconnect
-        self.clock = clock
-    }
-
-    public func makeAsyncIterator() -> Iterator {
-        Iterator(bytes: bytes.makeAsyncIterator(), stream: self)
-    }
-
-    /// Why an answer was not read as an event stream: it was not a `200` with
-    /// `Content-Type: text/event-stream` (HTML §9.2.3). The ``APIError/rejected(underlying:response:)``
-    /// that carries it has the response.
-    public struct NotAnEventStream: Error, Sendable, Hashable, CustomStringConvertible {
-        /// The answer's status.
-        public var statusCode: Int
-        /// The answer's `Content-Type`; `nil` when it had none.
-        public var contentType: String?
-
-        public var description: String {
-            "not an event stream: status \(statusCode), Content-Type \(contentType ?? "(none)")"
-        }
-    }
-
-    /// Whether an answer is an event stream: a `200` whose media type is `text/event-stream`
-    /// (compared without case, parameters ignored).
-    static func isEventStream(statusCode: Int, contentType: String?) -> Bool {
-        guard statusCode == 200, let contentType else { return false }
-        let essence = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return essence.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
-    }
-
-    /// Reads the events in order.
-    public struct Iterator: AsyncIteratorProtocol {
-        var bytes: APIByteStream.Iterator
-        let stream: APIServerSentEventStream
-        var parser = APIServerSentEvent.Parser()
-        var pending: [APIServerSentEvent] = []
-        var index = 0
-        var reconnections = 0
-        var done = false
-
-        init(bytes: APIByteStream.Iterator, stream: APIServerSentEventStream) {
+        init(
+            bytes: APIByteStream, reconnection: APIServerSentEvent.Reconnection?,
+            reconnect: @escaping @Sendable (String?) -> APIByteStream,
+            clock: any APIClock
+        ) {
             self.bytes = bytes
-            self.stream = stream
+            self.reconnection = reconnection
+            self.reconnect = reconnect
+            self.clock = clock
         }
 
-        /// The last event ID seen so far.
-        public var lastEventID: String? { parser.lastEventID }
-        /// The reconnection time the stream asked for, in milliseconds.
-        public var reconnectionTime: Int? { parser.reconnectionTime }
-        /// How many times the stream was sent again since its last event.
-        public var reconnectionCount: Int { reconnections }
-
-        public mutating func next() async throws -> APIServerSentEvent? {
-            while index == pending.count {
-                if done { return nil }
-                let chunk: Data?
-                do {
-                    chunk = try await bytes.next()
-                } catch let error as APIError {
-                    parser.finish()
-                    if reconnections > 0, case .ignored = error {
-                        // A cancelOthers stream's reconnection found a newer task of its scope.
-                        done = true
-                        throw APIError.cancelled(reason: .policy)
-                    }
-                    guard Self.dropped(error), try await reconnectIfAsked() else {
-                        done = true
-                        throw error
-                    }
-                    continue
-                }
-                guard let chunk else {
-                    parser.finish()
-                    // A 204 says: do not reconnect.
-                    let noContent = bytes.consumer.buffer.status.withLock { $0 } == 204
-                    if noContent {
-                        done = true
-                    } else if try await !reconnectIfAsked() {
-                        done = true
-                    }
-                    continue
-                }
-                pending = try parser.parse(chunk)
-                index = 0
-                if !pending.isEmpty { reconnections = 0 }
-            }
-            index += 1
-            return pending[index - 1]
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(bytes: bytes.makeAsyncIterator(), stream: self)
         }
 
-        /// Waits `delay` seconds on `clock`, or until the Swift task is cancelled (its timer then
-        /// cancelled): the wait resumes once, whichever comes first.
-        private static func sleep(for delay: TimeInterval, on clock: any APIClock) async {
-            let wait = ReconnectionWait()
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    wait.start(continuation) { clock.schedule(after: delay, $0) }
-                }
-            } onCancel: {
-                wait.end()
+        /// Why an answer was not read as an event stream: it was not a `200` with
+        /// `Content-Type: text/event-stream` (HTML §9.2.3). The ``APIError/rejected(underlying:response:)``
+        /// that carries it has the response.
+        public struct NotAnEventStream: Error, Sendable, Hashable, CustomStringConvertible {
+            /// The answer's status.
+            public var statusCode: Int
+            /// The answer's `Content-Type`; `nil` when it had none.
+            public var contentType: String?
+
+            public var description: String {
+                "not an event stream: status \(statusCode), Content-Type \(contentType ?? "(none)")"
             }
         }
 
-        /// A drop: the transport failed (not an error status, not a cancellation).
-        private static func dropped(_ error: APIError) -> Bool {
-            if case .transport = error { return true }
-            return false
+        /// Whether an answer is an event stream: a `200` whose media type is `text/event-stream`
+        /// (compared without case, parameters ignored).
+        static func isEventStream(statusCode: Int, contentType: String?) -> Bool {
+            guard statusCode == 200, let contentType else { return false }
+            let essence = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return essence.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
         }
 
-        /// Waits and sends the request again, when a reconnection is asked and allowed.
-        private mutating func reconnectIfAsked() async throws -> Bool {
-            guard let reconnection = stream.reconnection, reconnections < reconnection.maxAttempts else { return false }
-            try Task.checkCancellation()
-            reconnections += 1
-            await Self.sleep(for: reconnection.wait(serverRetry: parser.reconnectionTime), on: stream.clock)
-            try Task.checkCancellation()
-            bytes = stream.reconnect(parser.lastEventID).makeAsyncIterator()
-            return true
+        /// Reads the events in order.
+        public struct Iterator: AsyncIteratorProtocol {
+            var bytes: APIByteStream.Iterator
+            let stream: APIServerSentEvent.Stream
+            var parser = APIServerSentEvent.Parser()
+            var pending: [APIServerSentEvent] = []
+            var index = 0
+            var reconnections = 0
+            var done = false
+
+            init(bytes: APIByteStream.Iterator, stream: APIServerSentEvent.Stream) {
+                self.bytes = bytes
+                self.stream = stream
+            }
+
+            /// The last event ID seen so far.
+            public var lastEventID: String? { parser.lastEventID }
+            /// The reconnection time the stream asked for, in milliseconds.
+            public var reconnectionTime: Int? { parser.reconnectionTime }
+            /// How many times the stream was sent again since its last event.
+            public var reconnectionCount: Int { reconnections }
+
+            public mutating func next() async throws -> APIServerSentEvent? {
+                while index == pending.count {
+                    if done { return nil }
+                    let chunk: Data?
+                    do {
+                        chunk = try await bytes.next()
+                    } catch let error as APIError {
+                        parser.finish()
+                        if reconnections > 0, case .ignored = error {
+                            // A cancelOthers stream's reconnection found a newer task of its scope.
+                            done = true
+                            throw APIError.cancelled(reason: .policy)
+                        }
+                        guard Self.dropped(error), try await reconnectIfAsked() else {
+                            done = true
+                            throw error
+                        }
+                        continue
+                    }
+                    guard let chunk else {
+                        parser.finish()
+                        // A 204 says: do not reconnect.
+                        let noContent = bytes.consumer.buffer.status.withLock { $0 } == 204
+                        if noContent {
+                            done = true
+                        } else if try await !reconnectIfAsked() {
+                            done = true
+                        }
+                        continue
+                    }
+                    pending = try parser.parse(chunk)
+                    index = 0
+                    if !pending.isEmpty { reconnections = 0 }
+                }
+                index += 1
+                return pending[index - 1]
+            }
+
+            /// Waits `delay` seconds on `clock`, or until the Swift task is cancelled (its timer then
+            /// cancelled): the wait resumes once, whichever comes first.
+            private static func sleep(for delay: TimeInterval, on clock: any APIClock) async {
+                let wait = ReconnectionWait()
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        wait.start(continuation) { clock.schedule(after: delay, $0) }
+                    }
+                } onCancel: {
+                    wait.end()
+                }
+            }
+
+            /// A drop: the transport failed (not an error status, not a cancellation).
+            private static func dropped(_ error: APIError) -> Bool {
+                if case .transport = error { return true }
+                return false
+            }
+
+            /// Waits and sends the request again, when a reconnection is asked and allowed.
+            private mutating func reconnectIfAsked() async throws -> Bool {
+                guard let reconnection = stream.reconnection, reconnections < reconnection.maxAttempts else {
+                    return false
+                }
+                try Task.checkCancellation()
+                reconnections += 1
+                await Self.sleep(for: reconnection.wait(serverRetry: parser.reconnectionTime), on: stream.clock)
+                try Task.checkCancellation()
+                bytes = stream.reconnect(parser.lastEventID).makeAsyncIterator()
+                return true
+            }
         }
     }
 }

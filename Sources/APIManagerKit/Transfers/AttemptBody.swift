@@ -117,12 +117,12 @@ enum AttemptBody {
         switch answer {
         case .success(let raw)
         where stream.buffer.expectsEventStream && (200..<300).contains(raw.statusCode) && raw.statusCode != 204
-            && !APIServerSentEventStream.isEventStream(
+            && !APIServerSentEvent.Stream.isEventStream(
                 statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")):
             // HTML §9.2.3: anything but a 200 text/event-stream fails the connection, for good.
             return .failure(
                 APIError.rejected(
-                    underlying: APIServerSentEventStream.NotAnEventStream(
+                    underlying: APIServerSentEvent.Stream.NotAnEventStream(
                         statusCode: raw.statusCode, contentType: raw.value(forHeader: "Content-Type")),
                     response: raw))
         case .success(var raw) where (200..<300).contains(raw.statusCode):

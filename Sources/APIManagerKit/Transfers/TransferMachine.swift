@@ -186,7 +186,7 @@ struct TransferMachine: Equatable, Sendable {
         }
         guard let terms else {
             if case .stream(eventStream: true) = sink,
-                !APIServerSentEventStream.isEventStream(statusCode: statusCode, contentType: header("Content-Type"))
+                !APIServerSentEvent.Stream.isEventStream(statusCode: statusCode, contentType: header("Content-Type"))
             {
                 state = .inMemory
             } else {

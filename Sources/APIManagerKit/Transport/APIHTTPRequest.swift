@@ -42,7 +42,7 @@ public struct APIHTTPRequest: Sendable {
         case stream(APIHTTPRequest.BodyStream)
         /// A body written part by part (a multipart form too large for memory), for a transport that
         /// accepts it (``APITransport/acceptsBodyWriters``).
-        case writer(APIBodyWriter)
+        case writer(APIRequestBody.Writer)
     }
 
     /// An `InputStream` handed to the one transport that reads it.

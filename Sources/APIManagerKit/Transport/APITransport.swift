@@ -154,13 +154,13 @@ public struct APITransportOptions: Sendable, Hashable {
     /// (``APITransport/acceptsBodyWriters``): a multipart form too large for memory. The request
     /// then carries its `Content-Length` and `Content-Type` and an empty `httpBodyStream`
     /// placeholder. `nil` otherwise. Not part of the options' equality.
-    public var bodyWriter: APIBodyWriter?
+    public var bodyWriter: APIRequestBody.Writer?
 
     /// Options; none unless given.
     public init(
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
         cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APITransferProgress.Reporter? = nil,
-        responseBody: (any APIResponseBodySink)? = nil, bodyWriter: APIBodyWriter? = nil,
+        responseBody: (any APIResponseBodySink)? = nil, bodyWriter: APIRequestBody.Writer? = nil,
         totalTimeout: TimeInterval? = nil
     ) {
         self.totalTimeout = totalTimeout
@@ -180,7 +180,7 @@ public struct APITransportOptions: Sendable, Hashable {
         sensitiveHeaders: Set<String> = [], maxResponseBodySize: Int? = nil, cookies: APICookieStore? = nil,
         cookieDate: Date? = nil, bodyFile: URL? = nil, progress: APITransferProgress.Reporter? = nil,
         responseBodyFile: APIResponseBodyFile?, responseBodyStream: APIResponseBodyStream? = nil,
-        bodyWriter: APIBodyWriter? = nil, totalTimeout: TimeInterval? = nil
+        bodyWriter: APIRequestBody.Writer? = nil, totalTimeout: TimeInterval? = nil
     ) {
         self.init(
             sensitiveHeaders: sensitiveHeaders, maxResponseBodySize: maxResponseBodySize, cookies: cookies,

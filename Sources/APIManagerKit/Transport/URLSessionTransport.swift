@@ -15,7 +15,7 @@ import FoundationNetworking
 ///   `X-API-Key`…) and any header the engine marks sensitive (a custom auth header, persisted auth
 ///   headers): the rule that also redacts cURL descriptions.
 /// - A `401` is delivered as the response it is, body included: credentials travel in headers
-///   (``APIAuthorization``), never through challenges.
+///   (``APIAuthentication/Authorization``), never through challenges.
 /// - A request's `timeoutInterval` (``APIRequest/timeout``) is its idle timeout: the longest the
 ///   attempt may go without a byte sent or received (time a stream's consumer holds the task back
 ///   does not count), and ``APITransportOptions/totalTimeout`` the longest the whole attempt may

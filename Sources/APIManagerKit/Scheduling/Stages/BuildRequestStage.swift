@@ -16,7 +16,8 @@ enum BuildRequestStage {
     }
 
     static func run(
-        _ task: AnyAPITask, persistedHeaders: APIPersistedHeaders?, defaultHeaders: APIEngine.DefaultHeaders,
+        _ task: AnyAPITask, persistedHeaders: APIAuthentication.PersistedHeaders?,
+        defaultHeaders: APIEngine.DefaultHeaders,
         cookies: APICookieStore?, defersForms: Bool, now: @autoclosure () -> Date
     ) -> Result<Built, APIError> {
         do throws(APIError) {

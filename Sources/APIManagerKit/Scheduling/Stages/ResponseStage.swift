@@ -4,7 +4,7 @@
 enum ResponseStage {
     enum Outcome {
         /// The typed response, and where it came from (`.network` or `.revalidated`).
-        case built(AnyAPITask.BuiltResponse, APIResponseSource)
+        case built(AnyAPITask.BuiltResponse, APIResponseCache.Source)
         /// The transport failed, or the response was refused or did not decode.
         case failed(APIError)
     }

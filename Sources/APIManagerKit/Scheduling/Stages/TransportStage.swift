@@ -10,7 +10,8 @@ enum TransportStage {
     /// refused (for transports that do not enforce it themselves), its URL set to the request's when
     /// the transport gave none, persisted auth headers and cookies captured.
     static func answer(
-        _ result: Result<APIRawResponse, any Error>, for sent: Attempt, persistedHeaders: APIPersistedHeaders?,
+        _ result: Result<APIRawResponse, any Error>, for sent: Attempt,
+        persistedHeaders: APIAuthentication.PersistedHeaders?,
         cookies: APICookieStore?, now: @autoclosure () -> Date
     ) -> Result<APIRawResponse, APIError> {
         var result = result.mapError(APIError.wrapTransport)

@@ -403,7 +403,7 @@ final class Exchange: APICancellable, Sendable {
     }
 
     /// A body the engine's writer produces (a multipart form from its files).
-    private static func writtenBody(_ writer: APIBodyWriter) -> HTTPClient.Body {
+    private static func writtenBody(_ writer: APIRequestBody.Writer) -> HTTPClient.Body {
         pooledBody(length: writer.length) { sink in try writer.write(to: sink) }
     }
 

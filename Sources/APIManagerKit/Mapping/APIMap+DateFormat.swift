@@ -1,85 +1,87 @@
 import Foundation
 
-/// How a mapping reads a date.
-public enum APIDateFormat: Sendable, Hashable, CustomStringConvertible {
-    /// An ISO 8601 string (`2026-11-23T10:00:00Z`, with or without fractional seconds, any offset),
-    /// or a Unix timestamp as a number or numeric string: in seconds, or in milliseconds when it is
-    /// above 100,000,000,000 (after March 1973 in milliseconds, year 5138 in seconds).
-    case automatic
-    /// An ISO 8601 string only.
-    case iso8601
-    /// A Unix timestamp in seconds, as a number or numeric string.
-    case secondsSince1970
-    /// A Unix timestamp in milliseconds, as a number or numeric string.
-    case millisecondsSince1970
-    /// A string in a fixed pattern, read in UTC unless it has a zone: `yyyy` (year), `MM`/`M`
-    /// (month), `dd`/`d` (day), `HH`/`H` (hour), `mm`/`m` (minute), `ss`/`s` (second), `S…`
-    /// (fraction digits), `Z` or `XXX` (zone: `Z`, `+hh:mm`, `+hhmm`); any other character must
-    /// appear as it is, and text in single quotes is literal (`"dd.MM.yyyy HH:mm"`,
-    /// `"yyyy-MM-dd'T'HH:mm:ssZ"`). Parsed by this package, never by `DateFormatter` (which stops
-    /// the process on some malformed input on Linux). A pattern with a run of more than 9 of the
-    /// field letters (`yyyyyyyyyy`), longer than 128 bytes, or with a quote that never closes reads
-    /// no date: mapping fails with an ``APIMappingError`` that names the pattern's fault.
-    case pattern(String)
+extension APIMap {
+    /// How a mapping reads a date.
+    public enum DateFormat: Sendable, Hashable, CustomStringConvertible {
+        /// An ISO 8601 string (`2026-11-23T10:00:00Z`, with or without fractional seconds, any offset),
+        /// or a Unix timestamp as a number or numeric string: in seconds, or in milliseconds when it is
+        /// above 100,000,000,000 (after March 1973 in milliseconds, year 5138 in seconds).
+        case automatic
+        /// An ISO 8601 string only.
+        case iso8601
+        /// A Unix timestamp in seconds, as a number or numeric string.
+        case secondsSince1970
+        /// A Unix timestamp in milliseconds, as a number or numeric string.
+        case millisecondsSince1970
+        /// A string in a fixed pattern, read in UTC unless it has a zone: `yyyy` (year), `MM`/`M`
+        /// (month), `dd`/`d` (day), `HH`/`H` (hour), `mm`/`m` (minute), `ss`/`s` (second), `S…`
+        /// (fraction digits), `Z` or `XXX` (zone: `Z`, `+hh:mm`, `+hhmm`); any other character must
+        /// appear as it is, and text in single quotes is literal (`"dd.MM.yyyy HH:mm"`,
+        /// `"yyyy-MM-dd'T'HH:mm:ssZ"`). Parsed by this package, never by `DateFormatter` (which stops
+        /// the process on some malformed input on Linux). A pattern with a run of more than 9 of the
+        /// field letters (`yyyyyyyyyy`), longer than 128 bytes, or with a quote that never closes reads
+        /// no date: mapping fails with an ``APIMappingError`` that names the pattern's fault.
+        case pattern(String)
 
-    public var description: String {
-        switch self {
-        case .automatic: return "a date (ISO 8601 or a Unix timestamp)"
-        case .iso8601: return "an ISO 8601 date"
-        case .secondsSince1970: return "a Unix timestamp in seconds"
-        case .millisecondsSince1970: return "a Unix timestamp in milliseconds"
-        case .pattern(let pattern): return "a date like \(pattern.debugDescription)"
+        public var description: String {
+            switch self {
+            case .automatic: return "a date (ISO 8601 or a Unix timestamp)"
+            case .iso8601: return "an ISO 8601 date"
+            case .secondsSince1970: return "a Unix timestamp in seconds"
+            case .millisecondsSince1970: return "a Unix timestamp in milliseconds"
+            case .pattern(let pattern): return "a date like \(pattern.debugDescription)"
+            }
         }
-    }
 
-    /// The date `value` holds in this format; `nil` when it holds none.
-    func date(from value: APIValue) -> Date? {
-        switch self {
-        case .automatic:
-            if case .string(let text) = value, let date = Self.iso8601(text) { return date }
-            guard let number = Self.number(value) else { return nil }
-            return Self.timestamp(abs(number) > 100_000_000_000 ? number / 1_000 : number)
-        case .iso8601:
-            guard case .string(let text) = value else { return nil }
-            return Self.iso8601(text)
-        case .secondsSince1970:
-            return Self.number(value).flatMap(Self.timestamp)
-        case .millisecondsSince1970:
-            return Self.number(value).flatMap { Self.timestamp($0 / 1_000) }
-        case .pattern(let pattern):
-            guard case .string(let text) = value else { return nil }
-            return DatePattern.parse(text, pattern: pattern)
+        /// The date `value` holds in this format; `nil` when it holds none.
+        func date(from value: APIValue) -> Date? {
+            switch self {
+            case .automatic:
+                if case .string(let text) = value, let date = Self.iso8601(text) { return date }
+                guard let number = Self.number(value) else { return nil }
+                return Self.timestamp(abs(number) > 100_000_000_000 ? number / 1_000 : number)
+            case .iso8601:
+                guard case .string(let text) = value else { return nil }
+                return Self.iso8601(text)
+            case .secondsSince1970:
+                return Self.number(value).flatMap(Self.timestamp)
+            case .millisecondsSince1970:
+                return Self.number(value).flatMap { Self.timestamp($0 / 1_000) }
+            case .pattern(let pattern):
+                guard case .string(let text) = value else { return nil }
+                return DatePattern.parse(text, pattern: pattern)
+            }
         }
-    }
 
-    private static func number(_ value: APIValue) -> Double? {
-        switch value {
-        case .int(let int): return Double(int)
-        case .double(let double): return double.isFinite ? double : nil
-        case .string(let text): return LenientNumber.double(text.trimmingCharacters(in: .whitespaces))
-        default: return nil
+        private static func number(_ value: APIValue) -> Double? {
+            switch value {
+            case .int(let int): return Double(int)
+            case .double(let double): return double.isFinite ? double : nil
+            case .string(let text): return LenientNumber.double(text.trimmingCharacters(in: .whitespaces))
+            default: return nil
+            }
         }
-    }
 
-    /// A date for a number of seconds since 1970, within ±10,000 years.
-    private static func timestamp(_ seconds: Double) -> Date? {
-        guard seconds.isFinite, abs(seconds) < 315_569_260_000 else { return nil }
-        return Date(timeIntervalSince1970: seconds)
-    }
-
-    private static func iso8601(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard trimmed.utf8.count <= 64, trimmed.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
-        for pattern in [
-            "yyyy-MM-dd'T'HH:mm:ss.SXXX", "yyyy-MM-dd'T'HH:mm:ssXXX", "yyyy-MM-dd'T'HH:mmXXX", "yyyy-MM-dd",
-        ] {
-            if let date = DatePattern.parse(trimmed, pattern: pattern) { return date }
+        /// A date for a number of seconds since 1970, within ±10,000 years.
+        private static func timestamp(_ seconds: Double) -> Date? {
+            guard seconds.isFinite, abs(seconds) < 315_569_260_000 else { return nil }
+            return Date(timeIntervalSince1970: seconds)
         }
-        return nil
+
+        private static func iso8601(_ text: String) -> Date? {
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            guard trimmed.utf8.count <= 64, trimmed.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+            for pattern in [
+                "yyyy-MM-dd'T'HH:mm:ss.SXXX", "yyyy-MM-dd'T'HH:mm:ssXXX", "yyyy-MM-dd'T'HH:mmXXX", "yyyy-MM-dd",
+            ] {
+                if let date = DatePattern.parse(trimmed, pattern: pattern) { return date }
+            }
+            return nil
+        }
     }
 }
 
-/// Reads a date in a fixed pattern by hand (see ``APIDateFormat/pattern(_:)``).
+/// Reads a date in a fixed pattern by hand (see ``APIMap/DateFormat/pattern(_:)``).
 enum DatePattern {
     /// The most letters in a run of a field letter: a field of more digits is no date.
     static let longestRun = 9
