@@ -66,21 +66,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let concurrencyGroup: APIConcurrencyPolicy.Group?
     /// The request's pacing, read when it is sent: its debounce interval and its throttle interval
     /// (each a finite number of seconds, at least 0), and whether an early throttled task waits.
-    let pacing: Pacing
-
-    struct Pacing {
-        var debounceInterval: Double = 0.3
-        var throttleInterval: Double = 1
-        var throttleWaits = true
-
-        init() {}
-
-        init(debounceInterval: Double, throttleInterval: Double, throttleMode: APIConcurrencyPolicy.ThrottleMode) {
-            self.debounceInterval = debounceInterval.isFinite ? max(0, debounceInterval) : 0
-            self.throttleInterval = throttleInterval.isFinite ? max(0, throttleInterval) : 0
-            self.throttleWaits = throttleMode == .wait
-        }
-    }
+    let pacing: APIConcurrencyPolicy.Pacing
 
     let lock: Lock
     weak var engine: APIEngine?
@@ -205,7 +191,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         var priority = 0
         var lineLimit: APIConcurrencyPolicy.LineLimit?
         var concurrencyLimit = 4
-        var pacing = Pacing()
+        var pacing = APIConcurrencyPolicy.Pacing()
         var sharing = APIConcurrencyPolicy.Sharing.never
         var group: APIConcurrencyPolicy.Group?
         var deadline: TimeInterval?
@@ -239,7 +225,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
     convenience init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
-        lineLimit: APIConcurrencyPolicy.LineLimit? = nil, concurrencyLimit: Int = 4, pacing: Pacing = Pacing(),
+        lineLimit: APIConcurrencyPolicy.LineLimit? = nil, concurrencyLimit: Int = 4, pacing: APIConcurrencyPolicy.Pacing = APIConcurrencyPolicy.Pacing(),
         group: APIConcurrencyPolicy.Group? = nil
     ) {
         self.init(
@@ -360,20 +346,11 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         of request: Request, policy: APIConcurrencyPolicy, credentialOrigins: [Origin]?, bodyStream: StreamBuffer?,
         addedHeaders: [String: String]?
     ) -> Settings {
-        let mayWaitInLine: Bool
-        switch policy {
-        case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited: mayWaitInLine = true
-        case .default, .cancelOthers, .ignoreCurrent, .debounce, .throttle: mayWaitInLine = false
-        }
-        let paced = policy == .debounce || policy == .throttle
         return Settings(
             policy: policy, scope: request.concurrencyScope, priority: request.priority,
-            lineLimit: mayWaitInLine || paced ? request.lineLimit : nil,
+            lineLimit: policy.mayWaitInLine || policy.isPaced ? request.lineLimit : nil,
             concurrencyLimit: policy == .limited ? request.concurrencyLimit : 4,
-            pacing: paced
-                ? Pacing(
-                    debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
-                    throttleMode: request.throttleMode) : Pacing(),
+            pacing: APIConcurrencyPolicy.Pacing(of: request, policy: policy),
             sharing: request.sharing, group: request.concurrencyGroup, deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

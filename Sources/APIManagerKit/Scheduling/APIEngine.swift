@@ -253,8 +253,7 @@ public final class APIEngine: @unchecked Sendable {
     /// being submitted) ends it. `observed` says an async caller waits for it; its observer is
     /// registered before, so it never misses the end.
     func submit(_ task: AnyAPITask, observed: Bool = false) {
-        // Only a throttle reads the clock when it is sent.
-        let now = task.concurrencyPolicy == .throttle ? clock.now : 0
+        let now = task.concurrencyPolicy.readsClockWhenSent ? clock.now : 0
         transition { machine, actions in machine.send(task, observed: observed, now: now, into: &actions) }
     }
 

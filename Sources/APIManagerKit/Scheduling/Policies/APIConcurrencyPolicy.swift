@@ -50,3 +50,50 @@ extension APIConcurrencyPolicy {
         case ignore
     }
 }
+
+// What each policy reads of its request and of the engine, in one place: the scheduling machine's
+// rule for a policy is one function (`Scheduling/Machine/SchedulingMachine+Policies.swift`).
+extension APIConcurrencyPolicy {
+    /// Whether a task may wait in its scope's line, so that its ``APIRequest/lineLimit`` is read.
+    var mayWaitInLine: Bool {
+        switch self {
+        case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited: return true
+        case .default, .cancelOthers, .ignoreCurrent, .debounce, .throttle: return false
+        }
+    }
+
+    /// Whether a task waits quietly before it starts (a debounce, a throttle's turn), so that its
+    /// line limit's `maxWait` and its ``Pacing`` are read.
+    var isPaced: Bool { self == .debounce || self == .throttle }
+
+    /// Whether the machine reads the engine's clock when a task is sent (only the throttle does).
+    var readsClockWhenSent: Bool { self == .throttle }
+
+    /// A paced task's settings, read when it is sent: its debounce interval and its throttle
+    /// interval (each a finite number of seconds, at least 0), and whether an early throttled task
+    /// waits. Other tasks keep the defaults and read nothing.
+    struct Pacing {
+        var debounceInterval: Double = 0.3
+        var throttleInterval: Double = 1
+        var throttleWaits = true
+
+        init() {}
+
+        init(debounceInterval: Double, throttleInterval: Double, throttleMode: APIConcurrencyPolicy.ThrottleMode) {
+            self.debounceInterval = debounceInterval.isFinite ? max(0, debounceInterval) : 0
+            self.throttleInterval = throttleInterval.isFinite ? max(0, throttleInterval) : 0
+            self.throttleWaits = throttleMode == .wait
+        }
+
+        /// What a task sent under `policy` reads of `request`.
+        init(of request: some APIRequest, policy: APIConcurrencyPolicy) {
+            guard policy.isPaced else {
+                self.init()
+                return
+            }
+            self.init(
+                debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
+                throttleMode: request.throttleMode)
+        }
+    }
+}

@@ -1,0 +1,130 @@
+/// The concurrency policies, one function each: what a task sent under it does with its scope (see
+/// "Concurrency policies" in the docs for the table these implement).
+///
+/// A new policy touches three files: its case, with what it reads of the request and whether it
+/// reads the clock, in `APIConcurrencyPolicy.swift`; its function and its line in ``apply(_:to:in:now:into:)``
+/// here; and, for a setting of its own, the requirement with its default in `APIRequest.swift`.
+extension SchedulingMachine {
+    /// Applies the task's policy to it, just sent into `scope` (its record lists the scope).
+    mutating func apply(
+        _ policy: APIConcurrencyPolicy, to task: AnyAPITask, in scope: ScopeState, now: Double,
+        into actions: inout Actions
+    ) {
+        switch policy {
+        case .default: startDirectly(task, in: scope, into: &actions)
+        case .cancelOthers: cancelOthers(for: task, in: scope, into: &actions)
+        case .waitUntilDone: waitUntilDone(task, in: scope, into: &actions)
+        case .waitUntilDoneHighPriority: waitUntilDoneHighPriority(task, in: scope, into: &actions)
+        case .conflate: conflate(task, in: scope, into: &actions)
+        case .limited: limited(task, in: scope, into: &actions)
+        case .debounce: debounce(task, in: scope, into: &actions)
+        case .throttle: throttle(task, in: scope, now: now, into: &actions)
+        case .ignoreCurrent: ignoreCurrent(task, in: scope, into: &actions)
+        }
+    }
+
+    /// ``APIConcurrencyPolicy/cancelOthers``: every other task of the scope ends, then it starts.
+    private mutating func cancelOthers(for task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        for other in scope.started.snapshot() + scope.startedFromLine.snapshot() + scope.line.snapshot()
+            + scope.quiet.snapshot()
+        {
+            end(other, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
+        }
+        // Ending the last task of a named scope closed it; the new task opens it again, so the
+        // scope it runs in is the one later tasks of the same key find.
+        startDirectly(task, in: reopen(scope, for: task), into: &actions)
+    }
+
+    /// ``APIConcurrencyPolicy/waitUntilDone``: starts in an idle scope, else joins the line.
+    private mutating func waitUntilDone(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        if scope.isIdle {
+            startDirectly(task, in: scope, into: &actions)
+        } else {
+            wait(task, in: scope, atFront: false, into: &actions)
+        }
+    }
+
+    /// ``APIConcurrencyPolicy/waitUntilDoneHighPriority``: starts when nothing runs, else joins the
+    /// line at its front.
+    private mutating func waitUntilDoneHighPriority(
+        _ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions
+    ) {
+        if scope.hasRunning {
+            wait(task, in: scope, atFront: true, into: &actions)
+        } else {
+            startDirectly(task, in: scope, into: &actions)
+        }
+    }
+
+    /// ``APIConcurrencyPolicy/conflate``: starts in an idle scope, else replaces every waiting task.
+    private mutating func conflate(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        if scope.isIdle {
+            startDirectly(task, in: scope, into: &actions)
+        } else if task.lineLimit?.effectiveMaxLength == 0 {
+            // It could not wait even alone: it replaces nothing.
+            end(task, with: .failure(.lineFull(maxLength: 0)), into: &actions)
+        } else {
+            // Replaces every waiting task; the running ones go on, so the scope stays open.
+            for waiting in scope.line.snapshot() {
+                end(waiting, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
+            }
+            wait(task, in: scope, atFront: false, into: &actions)
+        }
+    }
+
+    /// ``APIConcurrencyPolicy/limited``: starts while fewer than its limit run and none waits.
+    private mutating func limited(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        if scope.line.isEmpty && scope.runningCount < task.concurrencyLimit {
+            startDirectly(task, in: scope, into: &actions)
+        } else {
+            wait(task, in: scope, atFront: false, into: &actions)
+        }
+    }
+
+    /// ``APIConcurrencyPolicy/debounce``: replaces the debounced tasks still in their quiet wait, and
+    /// waits quietly itself; throttled ones keep their turns.
+    private mutating func debounce(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        for quiet in scope.quiet.snapshot() where quiet.concurrencyPolicy == .debounce {
+            end(quiet, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
+        }
+        waitQuietly(task, in: reopen(scope, for: task), for: task.pacing.debounceInterval, into: &actions)
+    }
+
+    /// ``APIConcurrencyPolicy/throttle``: starts on its scope's turn, waits for the turn, or (in
+    /// ``APIConcurrencyPolicy/ThrottleMode/ignore`` mode, early) is ignored.
+    private mutating func throttle(
+        _ task: AnyAPITask, in scope: ScopeState, now: Double, into actions: inout Actions
+    ) {
+        guard
+            let turn = throttleTurns.take(
+                for: task.concurrencyScope, now: now, interval: task.pacing.throttleInterval,
+                waits: task.pacing.throttleWaits)
+        else {
+            end(task, with: .failure(.ignored), into: &actions)
+            return
+        }
+        if turn <= now {
+            startDirectly(task, in: scope, into: &actions)
+        } else {
+            task.record.throttleTurn = turn
+            waitQuietly(task, in: scope, for: turn - now, into: &actions)
+        }
+    }
+
+    /// ``APIConcurrencyPolicy/ignoreCurrent``: starts in an idle scope, else is ignored.
+    private mutating func ignoreCurrent(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        if scope.isIdle {
+            startDirectly(task, in: scope, into: &actions)
+        } else {
+            end(task, with: .failure(.ignored), into: &actions)
+        }
+    }
+
+    /// The scope the task runs in after its policy ended others of its scope: ending the last task
+    /// of a named scope closed it, and the task opens it again (the one later tasks of its key find).
+    private mutating func reopen(_ scope: ScopeState, for task: AnyAPITask) -> ScopeState {
+        let reopened = self.scope(for: task.concurrencyScope)
+        task.record.scope = reopened
+        return reopened
+    }
+}

@@ -1,0 +1,132 @@
+/// The scheduling rules: concurrency policies, lines, retries, deadlines and cancellation, as a value
+/// whose events change it and return the actions to perform (``Action``, `Equatable`).
+///
+/// It calls out to nothing but the ``APIConcurrencyPolicy/Group`` of a task that has one, whose lock is a
+/// leaf (taken under the engine's, never the other way round); a slot the group hands to a task
+/// of another engine is an action (``Action/grantSlot(_:)``), performed after the lock is released.
+///
+/// Events: ``send(_:observed:into:)``, ``cancel(_:reason:into:)``, ``cancel(tasks:reason:into:)``,
+/// ``requestBuilt(_:attempt:into:)``, ``asyncStepStarted(_:for:attempt:into:)``,
+/// ``attemptSent(_:attempt:handle:into:)``, ``credentialRefused(_:attempt:into:)``,
+/// ``attemptEnded(_:attempt:outcome:source:retryDelay:into:)``,
+/// ``cachedResponse(_:attempt:response:terminal:into:)``, ``retryTimerSet(_:attempt:timer:into:)``,
+/// ``retryTimerFired(_:attempt:into:)``, ``deadlineTimerSet(_:timer:into:)``,
+/// ``deadlineFired(_:deadline:into:)`` and ``release(into:)``.
+///
+/// The machine never calls out (no transport, clock, hook or delegate), so the engine calls it
+/// while holding its lock and performs the actions after unlocking, and tests drive it alone. It
+/// owns all scheduling state: the scopes and their lines, and each task's ``SchedulingRecord`` (its
+/// lifecycle, attempt and timers), which sits in the task for O(1) access but is written only here.
+/// Timers are set as actions and recorded by events, so no one else writes a task's state.
+/// Delivery bookkeeping is the ``EventOutbox``'s.
+struct SchedulingMachine {
+    // The machine's state. Written only by the machine's own files (this folder); the events are
+    // spread over them by concern: the policies (`+Policies`), an attempt's steps (`+Attempts`), the
+    // timers (`+Timers`), and the transitions they share (`+Transitions`).
+    let defaultScope = ScopeState(key: nil)
+    var namedScopes: [String: ScopeState] = [:]
+    var nextSequence: UInt64 = 0
+    /// When the next ``APIConcurrencyPolicy/throttle`` task of each scope may start.
+    var throttleTurns = ThrottleTurns()
+    var outbox = EventOutbox()
+
+    /// The throttle turns kept (tests: they stay bounded however many scopes are throttled).
+    var throttleTurnCount: Int { throttleTurns.count }
+
+    // MARK: Reading
+
+    /// The number of tasks in flight: waiting, running or waiting for a retry.
+    var inFlightCount: Int {
+        namedScopes.values.reduce(Self.count(of: defaultScope)) { $0 + Self.count(of: $1) }
+    }
+
+    private static func count(of scope: ScopeState) -> Int {
+        scope.started.count + scope.startedFromLine.count + scope.line.count + scope.quiet.count
+    }
+
+    /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
+    var inFlightTasks: [AnyAPITask] {
+        var tasks: [AnyAPITask] = []
+        for scope in [defaultScope] + Array(namedScopes.values) {
+            tasks += scope.started.snapshot()
+            tasks += scope.startedFromLine.snapshot()
+            tasks += scope.line.snapshot()
+            tasks += scope.quiet.snapshot()
+        }
+        return tasks
+    }
+
+    /// Whether `attempt` is the task's current, running attempt.
+    func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
+        // The running attempt's number is always the count of attempts started: no payload is read.
+        guard case .running = task.record.lifecycle else { return false }
+        return task.record.attemptCount == attempt
+    }
+
+    // MARK: Events
+
+    /// A task is sent: it gets its identifier, and its policy starts it, queues it, ignores it, or
+    /// (cancelled before it was sent) ends it (see `SchedulingMachine+Policies.swift`, one function
+    /// per policy). `now` is the engine's clock, read only for a policy that
+    /// ``APIConcurrencyPolicy/readsClockWhenSent``.
+    mutating func send(_ task: AnyAPITask, observed: Bool, now: Double = 0, into actions: inout Actions) {
+        guard case .created(let cancelledBeforeSend) = task.record.lifecycle else { return }
+        task.record.isObserved = observed
+        nextSequence += 1
+        task.record.sequence = nextSequence
+        task.identifier = nextSequence
+        task.record.lifecycle = .waiting(timer: nil)
+        if let reason = cancelledBeforeSend {
+            end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
+            return
+        }
+        let scope = scope(for: task.concurrencyScope)
+        task.record.scope = scope
+        apply(task.concurrencyPolicy, to: task, in: scope, now: now, into: &actions)
+        if let deadline = task.deadline, !task.record.hasEnded {
+            actions.append(.scheduleDeadline(task, after: deadline))
+        }
+    }
+
+    /// One task is cancelled: it ends at once (or, not yet sent, when it is).
+    mutating func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason, into actions: inout Actions) {
+        switch task.record.lifecycle {
+        case .created(nil):
+            task.record.lifecycle = .created(cancelledBeforeSend: reason)
+        case .created, .ended:
+            break
+        case .waiting, .running, .waitingForRetry:
+            end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
+        }
+    }
+
+    /// Several tasks are cancelled together: every one ends before any line moves on, so a waiting
+    /// task that is itself being cancelled never starts (and is never sent) because a task ahead of
+    /// it ended first.
+    mutating func cancel(tasks: [AnyAPITask], reason: APIError.CancellationReason, into actions: inout Actions) {
+        var touched: [ObjectIdentifier: ScopeState] = [:]
+        for task in tasks where !task.record.hasEnded {
+            if let scope = task.record.scope { touched[ObjectIdentifier(scope)] = scope }
+            end(task, with: .failure(.cancelled(reason: reason)), into: &actions, pump: false)
+        }
+        for scope in touched.values.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) {
+            pump(scope, into: &actions)
+        }
+    }
+
+    /// The engine is released: every task in flight ends as cancelled, without delegate events
+    /// (there is no manager left), its requests and timers cancelled and async callers told.
+    mutating func release(into actions: inout Actions) {
+        for task in inFlightTasks {
+            end(
+                task, with: .failure(.cancelled(reason: .managerReleased)), into: &actions, pump: false,
+                notify: false)
+        }
+    }
+
+    /// Moves the queued events into `batch` for delivery; `false` once none are left (see
+    /// ``EventOutbox/take(into:)``).
+    mutating func takeEvents(into batch: inout EventOutbox.Batch) -> Bool {
+        outbox.take(into: &batch)
+    }
+}

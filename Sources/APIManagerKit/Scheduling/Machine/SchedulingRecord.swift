@@ -1,0 +1,143 @@
+/// What the scheduling machine keeps of one task. It sits in the task (``AnyAPITask/record``) so
+/// that the machine reaches it in O(1) without allocating (a record kept in the machine, in a table
+/// of slots, would cost a lookup per event and the task's handle a slot number). It is written only
+/// by the machine's events, in this folder (`Scheduling/Machine/`): `Scripts/check-machine-writes.py`,
+/// run by the test script, fails when code elsewhere writes it or the machine's state. The task's
+/// handle only reads it, for what users read (``AnyAPITask/state``, ``AnyAPITask/attemptCount``).
+/// Guarded by the engine's lock.
+struct SchedulingRecord {
+    /// The task's lifecycle, each stage with what it holds.
+    enum Lifecycle {
+        /// Made, not yet sent; `cancelledBeforeSend` when it was cancelled already.
+        case created(cancelledBeforeSend: APIError.CancellationReason?)
+        /// Sent, in its scope's line; with the timer of its ``APIConcurrencyPolicy/LineLimit/maxWait`` once set.
+        case waiting(timer: (any APICancellable)?)
+        /// An attempt runs.
+        case running(RunningAttempt)
+        /// An attempt failed; the next one starts when the timer (once set) fires.
+        case waitingForRetry(attempt: Int, timer: (any APICancellable)?)
+        case ended(Ending)
+    }
+
+    struct RunningAttempt {
+        let number: Int
+        var progress = Progress.starting
+        /// The attempt's async steps that did not finish at once (interceptors, a wait for a
+        /// refresh): cancelled when the task ends. Cancelling one that already finished does
+        /// nothing, so steps that finished are not taken out one by one.
+        var work: [any APICancellable] = []
+    }
+
+    enum Progress {
+        /// The engine is building the request or calling the transport.
+        case starting
+        /// The transport has the request.
+        case sent(any APICancellable)
+    }
+
+    struct Ending {
+        /// The error the task ended with; `nil` when it finished with a response. The response
+        /// itself is not kept: a task the caller holds after it ended does not keep its body alive.
+        var failure: APIError?
+        var source: APIResponseCache.Source?
+        /// The attempt whose transport call was in progress when the task ended: its handle is
+        /// cancelled when it arrives, or, not yet sent, it never is.
+        var abandonedAttempt: Int?
+    }
+
+    /// Which list of its scope the task is in: started when sent, started from the line, waiting
+    /// (at the line's front, or by priority), or in a quiet wait (debounced or throttled).
+    enum Membership { case none, started, startedFromLine, line, lineFront, quiet }
+
+    var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
+    /// The number of attempts started; the current (or last) attempt's number.
+    var attemptCount = 0
+    /// The order in which the engine accepted the task.
+    var sequence: UInt64 = 0
+    var deadlineTimer: (any APICancellable)?
+    /// Whether the task was already sent again after its credential was refused (at most once).
+    var hasReplayed = false
+    /// Whether an async caller waits for this task (its typed observer lives in the typed task).
+    var isObserved = false
+    /// Whether the task holds a slot of its ``APIConcurrencyPolicy/Group``, or waits for one (its policy
+    /// started it; it is listed as started, its lifecycle still `.waiting`).
+    var holdsGroupSlot = false
+    var awaitsGroupSlot = false
+    /// The scope the task is listed in while in flight, and in which of its lists.
+    var scope: ScopeState?
+    var membership = Membership.none
+    /// When a throttled task that waits for its turn may start, on the engine's clock (see
+    /// ``APIConcurrencyPolicy/throttle``); `nil` for every other task.
+    var throttleTurn: Double?
+    /// The ``APIConcurrencyPolicy/LineLimit/maxWait`` that ends a debounced or throttled task's quiet wait before its
+    /// turn; `nil` when the turn comes first.
+    var quietLimit: Double?
+    // Intrusive list links: a task is in at most one list of its scope at a time.
+    var previous: AnyAPITask?
+    var next: AnyAPITask?
+
+    var hasEnded: Bool {
+        if case .ended = lifecycle { return true }
+        return false
+    }
+
+    /// Takes the lifecycle out, leaving `.waiting(timer: nil)` in its place, so that a transition changes its
+    /// payload and puts it back without copying it (every path puts one back).
+    mutating func takeLifecycle() -> Lifecycle {
+        var taken = Lifecycle.waiting(timer: nil)
+        swap(&taken, &lifecycle)
+        return taken
+    }
+}
+
+/// An intrusive doubly linked list of tasks, threaded through their records: append, prepend and
+/// removal in O(1) without allocating. Guarded by the engine's lock.
+struct TaskList {
+    private(set) var head: AnyAPITask?
+    private(set) var tail: AnyAPITask?
+    private(set) var count = 0
+
+    var isEmpty: Bool { head == nil }
+
+    mutating func append(_ task: AnyAPITask, as membership: SchedulingRecord.Membership) {
+        task.record.membership = membership
+        task.record.previous = tail
+        task.record.next = nil
+        if let tail { tail.record.next = task } else { head = task }
+        tail = task
+        count += 1
+    }
+
+    mutating func prepend(_ task: AnyAPITask, as membership: SchedulingRecord.Membership) {
+        task.record.membership = membership
+        task.record.previous = nil
+        task.record.next = head
+        if let head { head.record.previous = task } else { tail = task }
+        head = task
+        count += 1
+    }
+
+    /// Unlinks a task that is in this list.
+    mutating func remove(_ task: AnyAPITask) {
+        let previous = task.record.previous
+        let next = task.record.next
+        if let previous { previous.record.next = next } else { head = next }
+        if let next { next.record.previous = previous } else { tail = previous }
+        task.record.previous = nil
+        task.record.next = nil
+        task.record.membership = .none
+        count -= 1
+    }
+
+    /// The tasks from head to tail, as an array (for sweeps that end tasks while walking).
+    func snapshot() -> [AnyAPITask] {
+        var tasks: [AnyAPITask] = []
+        tasks.reserveCapacity(count)
+        var cursor = head
+        while let task = cursor {
+            tasks.append(task)
+            cursor = task.record.next
+        }
+        return tasks
+    }
+}
