@@ -17,7 +17,7 @@ extension MachineHarness {
             identifier: UInt64(tasks.count + 1), policy: policy, scope: scope,
             pacing: .init(debounceInterval: debounce, throttleInterval: throttle, throttleMode: mode))
         tasks.append(task)
-        run { machine, actions in machine.send(task, observed: false, now: now, into: &actions) }
+        run { machine in machine.send(task, observed: false, now: now) }
         return task
     }
 }
@@ -45,9 +45,9 @@ struct DebounceAndThrottleTests {
         let second = h.sendPaced(.debounce, scope: scope)
         #expect(h.events(of: first) == ["waiting", "failed cancelled(policy)"])
         #expect(Array(h.lastActions) == [.scheduleQuietEnd(second, after: 0.3)])
-        h.run { $0.quietEnded(first, into: &$1) }
+        h.run { $0.quietEnded(first) }
         #expect(h.starts.isEmpty, "the replaced task's timer starts nothing")
-        h.run { $0.quietEnded(second, into: &$1) }
+        h.run { $0.quietEnded(second) }
         #expect(h.starts == ["2#1"])
     }
 
@@ -55,7 +55,7 @@ struct DebounceAndThrottleTests {
         var h = MachineHarness()
         let running = h.send(.default)
         let task = h.sendPaced(.debounce)
-        h.run { $0.quietEnded(task, into: &$1) }
+        h.run { $0.quietEnded(task) }
         #expect(h.machine.inFlightTasks == [running, task])
         let later = h.sendPaced(.debounce)
         #expect(task.phase == .running, "a started debounced task is not replaced")
@@ -78,8 +78,8 @@ struct DebounceAndThrottleTests {
         var h = MachineHarness()
         let task = h.sendPaced(.debounce)
         let timer = NamedHandle()
-        h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
+        h.run { $0.waitTimerSet(task, timer: timer) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [.cancel(.init(timer))])
         #expect(h.machine.inFlightCount == 0)
     }
 
@@ -95,7 +95,7 @@ struct DebounceAndThrottleTests {
         let third = h.sendPaced(.throttle, scope: scope, at: 10.5)
         #expect(Array(h.lastActions) == [.scheduleQuietEnd(third, after: 1.5)], "the turn after, at 12")
         h.finish(first)
-        h.run { $0.quietEnded(second, into: &$1) }
+        h.run { $0.quietEnded(second) }
         #expect(second.phase == .running)
         #expect(third.phase == .waiting)
     }
@@ -105,7 +105,7 @@ struct DebounceAndThrottleTests {
         var h = MachineHarness()
         h.sendPaced(.throttle, scope: scope, at: 10)
         let second = h.sendPaced(.throttle, scope: scope, at: 10.25)
-        h.run { $0.cancel(second, reason: .explicit, into: &$1) }
+        h.run { $0.cancel(second, reason: .explicit) }
         let third = h.sendPaced(.throttle, scope: scope, at: 10.5)
         #expect(Array(h.lastActions) == [.scheduleQuietEnd(third, after: 0.5)], "the turn at 11, not 12")
         let fourth = h.sendPaced(.throttle, scope: scope, at: 10.5)
@@ -117,11 +117,11 @@ struct DebounceAndThrottleTests {
         h.sendPaced(.throttle, at: 0)
         let second = h.sendPaced(.throttle, at: 0.1)  // its turn at 1
         let third = h.sendPaced(.throttle, at: 0.2)  // at 2
-        h.run { $0.cancel(second, reason: .explicit, into: &$1) }
+        h.run { $0.cancel(second, reason: .explicit) }
         #expect(third.phase == .waiting)
         let fourth = h.sendPaced(.throttle, at: 0.3)
         #expect(Array(h.lastActions) == [.scheduleQuietEnd(fourth, after: 2.7)], "after the third's turn, at 3")
-        h.run { $0.cancel(fourth, reason: .explicit, into: &$1) }
+        h.run { $0.cancel(fourth, reason: .explicit) }
         let fifth = h.sendPaced(.throttle, at: 0.4)
         #expect(Array(h.lastActions) == [.scheduleQuietEnd(fifth, after: 2.6)], "the fourth's turn, given back")
     }

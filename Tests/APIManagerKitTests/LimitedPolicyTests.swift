@@ -13,7 +13,7 @@ extension MachineHarness {
             identifier: UInt64(tasks.count + 1), policy: .limited, scope: scope, priority: priority,
             concurrencyLimit: limit)
         tasks.append(task)
-        run { machine, actions in machine.send(task, observed: false, into: &actions) }
+        run { machine in machine.send(task, observed: false) }
         return task
     }
 }
@@ -51,7 +51,7 @@ struct LimitedPolicyTests {
         let next = h.sendLimited(1)
         h.failForRetry(flaky, delay: 2)
         #expect(next.phase == .waiting, "the retry keeps its place")
-        h.run { $0.retryTimerFired(flaky, attempt: 1, into: &$1) }
+        h.run { $0.retryTimerFired(flaky, attempt: 1) }
         h.finish(flaky)
         #expect(next.phase == .running)
     }

@@ -15,7 +15,7 @@ extension MachineHarness {
     ) -> AnyAPITask {
         let task = AnyAPITask(identifier: UInt64(tasks.count + 1), policy: policy, scope: scope, lineLimit: limit)
         tasks.append(task)
-        run { machine, actions in machine.send(task, observed: false, into: &actions) }
+        run { machine in machine.send(task, observed: false) }
         return task
     }
 }
@@ -67,8 +67,8 @@ struct LineLimitTests {
         #expect(Array(h.lastActions) == [.scheduleWaitLimit(impatient, after: 5)])
         let last = h.send(.waitUntilDone, scope: scope)
         let timer = NamedHandle()
-        #expect(Array(h.run { $0.waitTimerSet(impatient, timer: timer, into: &$1) }) == [])
-        #expect(Array(h.run { $0.waitLimitFired(impatient, maxWait: 5, into: &$1) }) == [])
+        #expect(Array(h.run { $0.waitTimerSet(impatient, timer: timer) }) == [])
+        #expect(Array(h.run { $0.waitLimitFired(impatient, maxWait: 5) }) == [])
         #expect(h.events(of: impatient) == ["waiting", "failed \(APIError.waitedTooLong(maxWait: 5))"])
         #expect(h.machine.inFlightTasks == [running, first, last])
         h.finish(running)
@@ -81,11 +81,11 @@ struct LineLimitTests {
         let running = h.send(.default)
         let task = h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxWait: 5))
         let timer = NamedHandle()
-        h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
+        h.run { $0.waitTimerSet(task, timer: timer) }
         h.finish(running)
         #expect(h.lastActions.contains(.cancel(SchedulingMachine.Handle(timer))))
         #expect(h.lastActions.contains(.start(task, attempt: 1)))
-        #expect(Array(h.run { $0.waitLimitFired(task, maxWait: 5, into: &$1) }) == [], "a late timer does nothing")
+        #expect(Array(h.run { $0.waitLimitFired(task, maxWait: 5) }) == [], "a late timer does nothing")
         #expect(task.phase == .running)
     }
 
@@ -94,10 +94,10 @@ struct LineLimitTests {
         h.send(.default)
         let task = h.send(.waitUntilDone, limit: APIConcurrencyPolicy.LineLimit(maxWait: 5))
         let timer = NamedHandle()
-        h.run { $0.waitTimerSet(task, timer: timer, into: &$1) }
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [.cancel(.init(timer))])
+        h.run { $0.waitTimerSet(task, timer: timer) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [.cancel(.init(timer))])
         let late = NamedHandle()
-        #expect(Array(h.run { $0.waitTimerSet(task, timer: late, into: &$1) }) == [.cancel(.init(late))])
+        #expect(Array(h.run { $0.waitTimerSet(task, timer: late) }) == [.cancel(.init(late))])
     }
 
     @Test func aWaitLimitThatIsNotFiniteIsNoLimit() {

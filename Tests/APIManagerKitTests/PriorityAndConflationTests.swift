@@ -46,8 +46,8 @@ struct PriorityAndConflationTests {
         let a = h.send(.waitUntilDone, priority: 3)
         let b = h.send(.waitUntilDone, priority: 3)
         let c = h.send(.waitUntilDone, priority: 1)
-        h.run { $0.cancel(a, reason: .explicit, into: &$1) }
-        h.run { $0.cancel(b, reason: .explicit, into: &$1) }
+        h.run { $0.cancel(a, reason: .explicit) }
+        h.run { $0.cancel(b, reason: .explicit) }
         let d = h.send(.waitUntilDone, priority: 3)  // the emptied priority comes back
         #expect(h.machine.inFlightTasks == [running, d, c])
         #expect(h.machine.inFlightCount == 3)

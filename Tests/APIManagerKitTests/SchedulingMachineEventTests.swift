@@ -38,30 +38,30 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, settings: .init(policy: .default, deadline: 5), engine: nil)
         h.tasks.append(task)
-        let sent = h.run { machine, actions in machine.send(task, observed: false, into: &actions) }
+        let sent = h.run { machine in machine.send(task, observed: false) }
         #expect(Array(sent) == [.scheduleDeadline(task, after: 5), .start(task, attempt: 1)])
         let timer = NamedHandle()
-        #expect(Array(h.run { $0.deadlineTimerSet(task, timer: timer, into: &$1) }) == [])
-        let ended = h.run { $0.cancel(task, reason: .explicit, into: &$1) }
+        #expect(Array(h.run { $0.deadlineTimerSet(task, timer: timer) }) == [])
+        let ended = h.run { $0.cancel(task, reason: .explicit) }
         #expect(Array(ended) == [cancel(timer)], "ending the task cancels its deadline")
         let late = NamedHandle()
-        #expect(Array(h.run { $0.deadlineTimerSet(task, timer: late, into: &$1) }) == [cancel(late)])
+        #expect(Array(h.run { $0.deadlineTimerSet(task, timer: late) }) == [cancel(late)])
     }
 
     @Test func anIgnoredTaskSchedulesNoDeadline() {
         var h = MachineHarness()
         h.send(.default)
         let task = AnyAPITask(identifier: 2, settings: .init(policy: .ignoreCurrent, deadline: 5), engine: nil)
-        let actions = h.run { $0.send(task, observed: true, into: &$1) }
+        let actions = h.run { $0.send(task, observed: true) }
         #expect(Array(actions) == [.tell(task, .ended(.failure(.ignored), nil))])
     }
 
     @Test func aTaskCancelledBeforeItIsSentEndsWhenSentWithoutStarting() {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, policy: .default)
-        #expect(Array(h.run { $0.cancel(task, reason: .concurrency, into: &$1) }) == [])
+        #expect(Array(h.run { $0.cancel(task, reason: .concurrency) }) == [])
         #expect(task.phase == .created)
-        let actions = h.run { $0.send(task, observed: true, into: &$1) }
+        let actions = h.run { $0.send(task, observed: true) }
         #expect(Array(actions) == [.tell(task, .ended(.failure(.cancelled(reason: .concurrency)), nil))])
         #expect(h.events == ["1 failed cancelled(concurrency)"])
     }
@@ -69,76 +69,76 @@ struct SchedulingMachineEventTests {
     @Test func aBuiltRequestIsSentOnlyForTheCurrentAttempt() {
         var h = MachineHarness()
         let task = h.send(.default)
-        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }) == [.send(task, attempt: 1)])
-        #expect(Array(h.run { $0.requestBuilt(task, attempt: 2, into: &$1) }) == [], "a stale attempt")
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1) }) == [.send(task, attempt: 1)])
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 2) }) == [], "a stale attempt")
     }
 
     @Test func aSentAttemptIsCancelledThroughItsHandle() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        h.run { $0.requestBuilt(task, attempt: 1) }
         let handle = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [])
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(handle)])
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle) }) == [])
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(handle)])
     }
 
     @Test func anAttemptAbandonedWhileBeingBuiltIsNeverSent() {
         var h = MachineHarness()
         let task = h.send(.default)
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [], "nothing to cancel yet")
-        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }) == [], "not handed to the transport")
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [], "nothing to cancel yet")
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1) }) == [], "not handed to the transport")
     }
 
     @Test func anAttemptAbandonedWhileTheTransportTookItHasItsHandleCancelledWhenItArrives() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [])
+        h.run { $0.requestBuilt(task, attempt: 1) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [])
         let handle = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [cancel(handle)])
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle) }) == [cancel(handle)])
         let again = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: again, into: &$1) }) == [], "settled once")
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: again) }) == [], "settled once")
     }
 
     @Test func aTransportThatAnsweredInsideSendLeavesNothingToCancel() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        h.run { $0.requestBuilt(task, attempt: 1) }
         h.finish(task)
         let handle = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }) == [])
+        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle) }) == [])
     }
 
     @Test func anAsyncStepIsKeptWhileItsAttemptRunsAndCancelledAfter() {
         var h = MachineHarness()
         let task = h.send(.default)
         let step = NamedHandle()
-        #expect(Array(h.run { $0.asyncStepStarted(step, for: task, attempt: 1, into: &$1) }) == [])
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(step)])
+        #expect(Array(h.run { $0.asyncStepStarted(step, for: task, attempt: 1) }) == [])
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(step)])
         let late = NamedHandle()
-        #expect(Array(h.run { $0.asyncStepStarted(late, for: task, attempt: 1, into: &$1) }) == [cancel(late)])
+        #expect(Array(h.run { $0.asyncStepStarted(late, for: task, attempt: 1) }) == [cancel(late)])
     }
 
     @Test func aRefusedCredentialIsReplayedOncePerTask() {
         var h = MachineHarness()
         let task = h.send(.default)
-        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1, into: &$1) }) == [.replay(task, attempt: 1)])
-        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1, into: &$1) }) == [])
-        #expect(Array(h.run { $0.credentialRefused(task, attempt: 2, into: &$1) }) == [], "a stale attempt")
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1) }) == [.replay(task, attempt: 1)])
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1) }) == [])
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 2) }) == [], "a stale attempt")
     }
 
     @Test func aFailureToRetrySchedulesTheTimerAndItsFiringStartsTheNextAttempt() {
         var h = MachineHarness()
         let task = h.send(.default)
         let step = NamedHandle()
-        h.run { $0.asyncStepStarted(step, for: task, attempt: 1, into: &$1) }
+        h.run { $0.asyncStepStarted(step, for: task, attempt: 1) }
         h.failForRetry(task, delay: 2)
         #expect(Array(h.lastActions) == [cancel(step), .scheduleRetry(task, attempt: 1, after: 2)])
         #expect(task.phase == .waitingForRetry)
         let timer = NamedHandle()
-        #expect(Array(h.run { $0.retryTimerSet(task, attempt: 1, timer: timer, into: &$1) }) == [])
-        #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1, into: &$1) }) == [.start(task, attempt: 2)])
-        #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1, into: &$1) }) == [], "fires once")
+        #expect(Array(h.run { $0.retryTimerSet(task, attempt: 1, timer: timer) }) == [])
+        #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1) }) == [.start(task, attempt: 2)])
+        #expect(Array(h.run { $0.retryTimerFired(task, attempt: 1) }) == [], "fires once")
         #expect(h.events(of: task) == ["started 1", "retry 2.0", "started 2"])
     }
 
@@ -154,45 +154,45 @@ struct SchedulingMachineEventTests {
         let task = h.send(.default)
         h.failForRetry(task, delay: 2)
         let timer = NamedHandle()
-        h.run { $0.retryTimerSet(task, attempt: 1, timer: timer, into: &$1) }
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [cancel(timer)])
+        h.run { $0.retryTimerSet(task, attempt: 1, timer: timer) }
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(timer)])
 
         var other = MachineHarness()
         let flaky = other.send(.default)
         other.failForRetry(flaky, delay: 2)
-        other.run { $0.cancel(flaky, reason: .explicit, into: &$1) }
+        other.run { $0.cancel(flaky, reason: .explicit) }
         let late = NamedHandle()
-        #expect(Array(other.run { $0.retryTimerSet(flaky, attempt: 1, timer: late, into: &$1) }) == [cancel(late)])
+        #expect(Array(other.run { $0.retryTimerSet(flaky, attempt: 1, timer: late) }) == [cancel(late)])
     }
 
     @Test func aDeadlineThatFiresEndsTheTaskAndCancelsWhatItRuns() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        h.run { $0.requestBuilt(task, attempt: 1) }
         let handle = NamedHandle()
-        h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }
-        #expect(Array(h.run { $0.deadlineFired(task, deadline: 5, into: &$1) }) == [cancel(handle)])
+        h.run { $0.attemptSent(task, attempt: 1, handle: handle) }
+        #expect(Array(h.run { $0.deadlineFired(task, deadline: 5) }) == [cancel(handle)])
         #expect(task.state.isTerminal)
-        #expect(Array(h.run { $0.deadlineFired(task, deadline: 5, into: &$1) }) == [], "once")
+        #expect(Array(h.run { $0.deadlineFired(task, deadline: 5) }) == [], "once")
     }
 
     @Test func anObservedTaskTellsItsCallerTheEndOnce() {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, policy: .default)
         h.tasks.append(task)
-        h.run { $0.send(task, observed: true, into: &$1) }
+        h.run { $0.send(task, observed: true) }
         h.finish(task)
         #expect(Array(h.lastActions) == [.tell(task, .ended(.success(AnyAPITask.BuiltResponse { _ in }), .network))])
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit, into: &$1) }) == [])
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [])
     }
 
     @Test func aCachedAnswerEndsTheTaskFromTheCache() {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, policy: .default)
         h.tasks.append(task)
-        h.run { $0.send(task, observed: true, into: &$1) }
+        h.run { $0.send(task, observed: true) }
         let stored = AnyAPITask.BuiltResponse { _ in }
-        let actions = h.run { $0.cachedResponse(task, attempt: 1, response: stored, terminal: true, into: &$1) }
+        let actions = h.run { $0.cachedResponse(task, attempt: 1, response: stored, terminal: true) }
         #expect(Array(actions) == [.tell(task, .ended(.success(stored), .cache))])
         #expect(task.responseSource == .cache)
         #expect(h.events(of: task) == ["started 1", "finished"])
@@ -202,13 +202,13 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, policy: .default)
         h.tasks.append(task)
-        h.run { $0.send(task, observed: true, into: &$1) }
+        h.run { $0.send(task, observed: true) }
         let stored = AnyAPITask.BuiltResponse { _ in }
-        let actions = h.run { $0.cachedResponse(task, attempt: 1, response: stored, terminal: false, into: &$1) }
+        let actions = h.run { $0.cachedResponse(task, attempt: 1, response: stored, terminal: false) }
         #expect(Array(actions) == [.tell(task, .cached(stored))])
         #expect(task.phase == .running)
-        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }) == [.send(task, attempt: 1)])
-        let stale = h.run { $0.cachedResponse(task, attempt: 2, response: stored, terminal: true, into: &$1) }
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1) }) == [.send(task, attempt: 1)])
+        let stale = h.run { $0.cachedResponse(task, attempt: 2, response: stored, terminal: true) }
         #expect(Array(stale) == [], "a stale attempt's cached answer changes nothing")
     }
 
@@ -216,10 +216,10 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let first = h.send(.waitUntilDone, scope: "cart")
         let second = h.send(.waitUntilDone, scope: "cart")
-        h.run { $0.requestBuilt(first, attempt: 1, into: &$1) }
+        h.run { $0.requestBuilt(first, attempt: 1) }
         let handle = NamedHandle()
-        h.run { $0.attemptSent(first, attempt: 1, handle: handle, into: &$1) }
-        let actions = h.run { $0.cancel(first, reason: .explicit, into: &$1) }
+        h.run { $0.attemptSent(first, attempt: 1, handle: handle) }
+        let actions = h.run { $0.cancel(first, reason: .explicit) }
         #expect(Array(actions) == [cancel(handle), .start(second, attempt: 1)])
     }
 
@@ -227,12 +227,12 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, policy: .default)
         h.tasks.append(task)
-        h.run { $0.send(task, observed: true, into: &$1) }
-        h.run { $0.requestBuilt(task, attempt: 1, into: &$1) }
+        h.run { $0.send(task, observed: true) }
+        h.run { $0.requestBuilt(task, attempt: 1) }
         let handle = NamedHandle()
-        h.run { $0.attemptSent(task, attempt: 1, handle: handle, into: &$1) }
+        h.run { $0.attemptSent(task, attempt: 1, handle: handle) }
         let before = h.events.count
-        let actions = h.run { $0.release(into: &$1) }
+        let actions = h.run { $0.release() }
         #expect(
             Array(actions) == [
                 cancel(handle), .tell(task, .ended(.failure(.cancelled(reason: .managerReleased)), nil)),
@@ -246,7 +246,7 @@ struct SchedulingMachineEventTests {
         h.failForRetry(task, delay: 0)
         let actions = h.run {
             $0.attemptEnded(
-                task, attempt: 1, outcome: .failure(transportFailure), source: .network, retryDelay: nil, into: &$1)
+                task, attempt: 1, outcome: .failure(transportFailure), source: .network, retryDelay: nil)
         }
         #expect(Array(actions) == [])
         #expect(task.phase == .running)

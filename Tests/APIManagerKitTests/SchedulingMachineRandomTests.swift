@@ -28,7 +28,7 @@ struct SchedulingMachineRandomTests {
             case 3, 4:
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
                     let attempt = task.attemptNumber
-                    harness.run { machine, actions in machine.requestBuilt(task, attempt: attempt, into: &actions) }
+                    harness.run { machine in machine.requestBuilt(task, attempt: attempt) }
                     harness.finish(task)
                 }
             case 5:
@@ -38,27 +38,27 @@ struct SchedulingMachineRandomTests {
             case 6:
                 if let task = live.filter({ $0.phase == .waitingForRetry }).randomElement(using: &random) {
                     let attempt = task.attemptNumber
-                    harness.run { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }
+                    harness.run { machine in machine.retryTimerFired(task, attempt: attempt) }
                 }
             case 7:
                 if let task = live.randomElement(using: &random) {
-                    harness.run { machine, actions in machine.cancel(task, reason: .explicit, into: &actions) }
+                    harness.run { machine in machine.cancel(task, reason: .explicit) }
                 }
             case 8:
                 if let task = live.filter({ $0.phase != .created }).randomElement(using: &random) {
-                    harness.run { machine, actions in machine.deadlineFired(task, deadline: 5, into: &actions) }
+                    harness.run { machine in machine.deadlineFired(task, deadline: 5) }
                 }
             case 10:
                 // The transport takes the attempt; sometimes the task is cancelled in between.
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
                     let attempt = task.attemptNumber
-                    harness.run { machine, actions in machine.requestBuilt(task, attempt: attempt, into: &actions) }
+                    harness.run { machine in machine.requestBuilt(task, attempt: attempt) }
                     if pick(3) == 0 {
-                        harness.run { machine, actions in machine.cancel(task, reason: .explicit, into: &actions) }
+                        harness.run { machine in machine.cancel(task, reason: .explicit) }
                     }
                     let handle = NamedHandle()
-                    let actions = harness.run { machine, actions in
-                        machine.attemptSent(task, attempt: attempt, handle: handle, into: &actions)
+                    let actions = harness.run { machine in
+                        machine.attemptSent(task, attempt: attempt, handle: handle)
                     }
                     let cancelled = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
                     #expect(cancelled == (task.phase == .ended), "seed \(seed) step \(step): a handle kept or lost")
@@ -67,8 +67,8 @@ struct SchedulingMachineRandomTests {
                 // A refused credential, replayed at most once per task.
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
                     let attempt = task.attemptNumber
-                    let actions = harness.run { machine, actions in
-                        machine.credentialRefused(task, attempt: attempt, into: &actions)
+                    let actions = harness.run { machine in
+                        machine.credentialRefused(task, attempt: attempt)
                     }
                     if actions.contains(.replay(task, attempt: attempt)) {
                         #expect(replayed.insert(task.identifier).inserted, "seed \(seed): replayed twice")
@@ -79,10 +79,9 @@ struct SchedulingMachineRandomTests {
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
                     let attempt = task.attemptNumber
                     let terminal = pick(2) == 0
-                    harness.run { machine, actions in
+                    harness.run { machine in
                         machine.cachedResponse(
-                            task, attempt: attempt, response: AnyAPITask.BuiltResponse { _ in }, terminal: terminal,
-                            into: &actions)
+                            task, attempt: attempt, response: AnyAPITask.BuiltResponse { _ in }, terminal: terminal)
                     }
                     #expect((task.phase == .ended) == terminal, "seed \(seed) step \(step): a cached answer")
                 }
@@ -92,11 +91,11 @@ struct SchedulingMachineRandomTests {
                     let attempt = task.attemptNumber
                     let handle = NamedHandle()
                     let waitsForRetry = task.phase == .waitingForRetry
-                    let actions = harness.run { machine, actions in
+                    let actions = harness.run { machine in
                         if waitsForRetry {
-                            machine.retryTimerSet(task, attempt: attempt, timer: handle, into: &actions)
+                            machine.retryTimerSet(task, attempt: attempt, timer: handle)
                         } else {
-                            machine.asyncStepStarted(handle, for: task, attempt: attempt, into: &actions)
+                            machine.asyncStepStarted(handle, for: task, attempt: attempt)
                         }
                     }
                     let cancelled = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
@@ -106,7 +105,7 @@ struct SchedulingMachineRandomTests {
             case 14:
                 // A debounced or throttled task's quiet wait ends.
                 if let task = live.filter({ $0.record.membership == .quiet }).randomElement(using: &random) {
-                    harness.run { machine, actions in machine.quietEnded(task, into: &actions) }
+                    harness.run { machine in machine.quietEnded(task) }
                     #expect(task.phase == .running, "seed \(seed) step \(step): a quiet task did not start")
                 }
             default:
@@ -114,10 +113,10 @@ struct SchedulingMachineRandomTests {
                 if let task = harness.tasks.randomElement(using: &random) {
                     let before = harness.events.count
                     let stale = task.attemptNumber - 1
-                    harness.run { machine, actions in
+                    harness.run { machine in
                         machine.attemptEnded(
                             task, attempt: stale, outcome: .failure(.transport(underlying: URLError(.timedOut))),
-                            source: .network, retryDelay: nil, into: &actions)
+                            source: .network, retryDelay: nil)
                     }
                     #expect(harness.events.count == before, "seed \(seed) step \(step): a stale answer changed state")
                 }

@@ -38,43 +38,42 @@ struct MachineHarness {
     mutating func send(_ policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0) -> AnyAPITask {
         let task = AnyAPITask(identifier: UInt64(tasks.count + 1), policy: policy, scope: scope, priority: priority)
         tasks.append(task)
-        run { machine, actions in machine.send(task, observed: false, into: &actions) }
+        run { machine in machine.send(task, observed: false) }
         return task
     }
 
     /// The task's current attempt finishes with a response.
     mutating func finish(_ task: AnyAPITask) {
         let attempt = task.attemptNumber
-        run { machine, actions in
+        run { machine in
             machine.attemptEnded(
                 task, attempt: attempt, outcome: .success(AnyAPITask.BuiltResponse { _ in }), source: .network,
-                retryDelay: nil, into: &actions)
+                retryDelay: nil)
         }
     }
 
     /// The task's current attempt fails and is to be retried after `delay`.
     mutating func failForRetry(_ task: AnyAPITask, delay: Double) {
         let attempt = task.attemptNumber
-        run { machine, actions in
+        run { machine in
             machine.attemptEnded(
                 task, attempt: attempt, outcome: .failure(.transport(underlying: URLError(.timedOut))),
-                source: .network, retryDelay: delay, into: &actions)
+                source: .network, retryDelay: delay)
         }
     }
 
     mutating func cancelAll() {
         let inFlight = machine.inFlightTasks
-        run { machine, actions in machine.cancel(tasks: inFlight, reason: .explicit, into: &actions) }
+        run { machine in machine.cancel(tasks: inFlight, reason: .explicit) }
     }
 
     /// Runs one event; returns its actions (also kept in `lastActions`), after delivering the
     /// events it queued.
     @discardableResult
     mutating func run(
-        _ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void
+        _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
     ) -> SchedulingMachine.Actions {
-        var actions = SchedulingMachine.Actions()
-        event(&machine, &actions)
+        let actions = event(&machine)
         lastActions = actions
         for action in actions {
             switch action {
@@ -154,7 +153,7 @@ struct SchedulingMachineTests {
         var (h, task) = Self.outcome(of: .debounce, when: .nothing, scope: scope)
         #expect(h.events(of: task) == ["waiting"])
         #expect(Array(h.lastActions) == [.scheduleQuietEnd(task, after: 0.3)])
-        h.run { $0.quietEnded(task, into: &$1) }
+        h.run { $0.quietEnded(task) }
         #expect(h.events(of: task) == ["waiting", "started 1"])
     }
 
@@ -232,7 +231,7 @@ struct SchedulingMachineTests {
         #expect(flaky.phase == .waitingForRetry)
         #expect(h.events(of: queued) == ["waiting"])
         #expect(h.machine.inFlightCount == 2)
-        h.run { machine, actions in machine.retryTimerFired(flaky, attempt: 1, into: &actions) }
+        h.run { machine in machine.retryTimerFired(flaky, attempt: 1) }
         #expect(h.events(of: flaky) == ["started 1", "retry 2.0", "started 2"])
         h.finish(flaky)
         #expect(h.events(of: queued) == ["waiting", "started 1"])
@@ -260,7 +259,7 @@ struct SchedulingMachineTests {
     @Test func aDeadlineEndsTheTaskWithItsAttemptCount() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { machine, actions in machine.deadlineFired(task, deadline: 5, into: &actions) }
+        h.run { machine in machine.deadlineFired(task, deadline: 5) }
         #expect(h.events(of: task) == ["started 1", "failed \(APIError.timedOut(deadline: 5, attempts: 1))"])
     }
 
@@ -269,7 +268,7 @@ struct SchedulingMachineTests {
         h.send(.default)
         h.send(.waitUntilDone, scope: "s")
         let before = h.events.count
-        h.run { machine, actions in machine.release(into: &actions) }
+        h.run { machine in machine.release() }
         #expect(h.events.count == before)
         #expect(h.machine.inFlightCount == 0)
         #expect(h.tasks.allSatisfy { $0.phase == .ended })

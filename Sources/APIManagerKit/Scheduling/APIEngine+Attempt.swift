@@ -17,21 +17,22 @@ extension APIEngine {
         // One locked read: whether to go on, and the settings the attempt keeps.
         let (current, monitor, secretNames) = settingsIfCurrent(task, attempt: number)
         guard current else { return }
+        let attempt = Attempt(engine: self, task: task, number: number, isReplay: isReplay, monitor: monitor)
         switch BuildRequestStage.run(
             task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, cookies: cookies,
             defersForms: acceptsBodyWriters, now: clock.date)
         {
         case .success(let built):
-            let attempt = Attempt(
-                engine: self, task: task, number: number, isReplay: isReplay, request: built.request,
-                sensitiveHeaders: built.sensitiveHeaders, monitor: monitor)
+            attempt.request = built.request
+            attempt.isBuilt = true
+            attempt.sensitiveHeaders = built.sensitiveHeaders
             // The secret names join the credential headers before the link rule, the cache lookup and
             // the transport see them.
             if !secretNames.isEmpty { attempt.sensitiveHeaders.formUnion(secretNames) }
             if let stream = built.request.httpBodyStream { attempt.bodyFile = BodyFile.claim(stream) }
             advance(attempt, at: .authenticate, with: perform(.authenticate, of: attempt))
         case .failure(let error):
-            fail(task, attempt: number, with: error, sent: false, monitor: monitor)
+            fail(attempt, with: error)
         }
     }
 
@@ -70,64 +71,40 @@ extension APIEngine {
                 next = following
             case .waiting(let work):
                 if let work {
-                    transition { $0.asyncStepStarted(work, for: attempt.task, attempt: attempt.number, into: &$1) }
+                    transition { $0.asyncStepStarted(work, for: attempt.task, attempt: attempt.number) }
                 }
                 return
             case .readyToSend(let copy):
+                // The machine delivers a stored copy first, then admits the attempt (its origin's
+                // circuit) and says whether it may go; a refused one ended its task.
                 let task = attempt.task
                 let number = attempt.number
-                let origin = resilienceOrigin(of: attempt)
-                let now = origin == nil ? 0 : clock.now
-                let (actions, admission) = transitionState { state, actions -> Resilience.Admission in
-                    if let copy {
-                        state.machine.cachedResponse(
-                            task, attempt: number, response: copy, terminal: false, into: &actions)
-                    }
-                    if let origin {
-                        let admission = state.resilience.admit(
-                            origin: origin, task: task.identifier, isFirstAttempt: number == 1 && !attempt.isReplay,
-                            now: now)
-                        if case .refused = admission { return admission }
-                    }
-                    state.machine.requestBuilt(task, attempt: number, into: &actions)
-                    if let origin, !actions.sends(task, attempt: number) {
-                        // Ended while its request was built: admitted, never sent, no answer to come.
-                        state.resilience.abandon(origin: origin, task: task.identifier, now: now)
-                    }
-                    return .admitted
-                }
-                if case .refused(let closesIn) = admission, let origin {
-                    // The circuit is open: nothing is sent.
-                    outcome = .failed(.circuitOpen(origin: origin, closesIn: closesIn))
-                    continue
+                let network = networkContext(of: attempt)
+                let actions = transition(reportingTo: attempt) {
+                    $0.requestBuilt(
+                        task, attempt: number, isReplay: attempt.isReplay, cachedCopy: copy, network: network,
+                        isMonitored: attempt.monitor != nil)
                 }
                 // A task that ended while its request was being built is never handed to the transport.
                 guard actions.sends(task, attempt: number) else { return }
                 next = .send
             case .sent(let handle):
-                transition { $0.attemptSent(attempt.task, attempt: attempt.number, handle: handle, into: &$1) }
+                transition { $0.attemptSent(attempt.task, attempt: attempt.number, handle: handle) }
                 return
             case .refused:
                 let task = attempt.task
                 let number = attempt.number
-                let actions = transition { $0.credentialRefused(task, attempt: number, into: &$1) }
+                let actions = transition { $0.credentialRefused(task, attempt: number) }
                 next = actions.replays(task, attempt: number) ? .renew : .respond
             case .answered(let response, let source):
-                let origin = attempt.sent == nil ? nil : resilienceOrigin(of: attempt)
-                let now = origin == nil ? 0 : clock.now
-                let shared = attempt.sharedAnswer
-                let change = transitionState { state, actions -> Resilience.Change? in
-                    let change = origin.flatMap { origin -> Resilience.Change? in
-                        guard shared?.claimRecord() ?? true else { return nil }
-                        return state.resilience.record(
-                            origin: origin, task: attempt.task.identifier, transientFailure: false, now: now)
-                    }
-                    state.machine.attemptEnded(
+                let end = SchedulingMachine.AttemptEnd(
+                    sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, isMonitored: attempt.monitor != nil,
+                    network: attempt.sent == nil ? nil : networkContext(of: attempt))
+                transition(reportingTo: attempt) {
+                    $0.attemptEnded(
                         attempt.task, attempt: attempt.number, outcome: .success(response), source: source,
-                        retryDelay: nil, into: &actions)
-                    return change
-                }.value
-                report(change, origin: origin, of: attempt)
+                        retryDelay: nil, end: end)
+                }
                 return
             case .failed(let error):
                 fail(attempt, with: error)
@@ -147,105 +124,40 @@ extension APIEngine {
     }
 
     /// The attempt failed: the manager's retry hook (or an inspector's `requestedRetry`) decides
-    /// whether it is retried, within the engine's retry budget. A failure before anything was sent is
-    /// told to the event monitor here (a sent attempt's answer was told when it came).
+    /// whether it is retried; the machine then applies the engine's retry budget and records the
+    /// outcome for the origin's circuit (see `SchedulingMachine+Resilience.swift`).
     private func fail(_ attempt: Attempt, with error: APIError, requestedRetry: TimeInterval? = nil) {
-        fail(
-            attempt.task, attempt: attempt.number, with: error, sent: attempt.sent != nil, monitor: attempt.monitor,
-            origin: resilienceOrigin(of: attempt), request: attempt.request, sensitiveHeaders: attempt.sensitiveHeaders,
-            requestedRetry: requestedRetry, flightKey: attempt.flightKey, mayRetry: attempt.mayRetry,
-            sharedAnswer: attempt.sharedAnswer)
-    }
-
-    private func fail(
-        _ task: AnyAPITask, attempt: Int, with error: APIError, sent: Bool, monitor: (@Sendable (APIEvent) -> Void)?,
-        origin: String? = nil, request: URLRequest? = nil, sensitiveHeaders: Set<String> = [],
-        requestedRetry: TimeInterval? = nil, flightKey: SharedFlights.Key? = nil, mayRetry: Bool = true,
-        sharedAnswer: SharedAnswer? = nil
-    ) {
-        if !sent, let monitor {
-            monitor(
-                APIEvent(
-                    kind: .finished(.failure(error)), taskIdentifier: task.identifier, attempt: attempt, request: nil,
-                    duration: nil, sensitiveHeaders: []))
-        }
+        let task = attempt.task
+        let number = attempt.number
         var retryDelay: TimeInterval?
-        if !mayRetry {
+        if !attempt.mayRetry {
             retryDelay = nil
         } else if let requestedRetry {
             retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
-        } else if Self.mayRetry(error), isCurrent(task, attempt: attempt),
-            let delay = task.retryDelay(afterAttempt: attempt, error: error), delay.isFinite
+        } else if Self.mayRetry(error), isCurrent(task, attempt: number),
+            let delay = task.retryDelay(afterAttempt: number, error: error), delay.isFinite
         {
             // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
             retryDelay = max(0, delay)
         }
         // A shared attempt's retry rests its flight before the retry's timer can fire (see ``SharedFlights``).
-        let rests = retryDelay != nil && flightKey.map { sharedFlights.retrying($0, task: task.identifier) } == true
-        let now = origin == nil ? 0 : clock.now
-        let (actions, (change, refused)) = transitionState { state, actions -> (Resilience.Change?, Bool) in
-            var change: Resilience.Change?
-            var refused = false
-            if let origin {
-                if sent, Resilience.isAbandoned(error) {
-                    state.resilience.abandon(origin: origin, task: task.identifier, now: now)
-                } else if sent, sharedAnswer?.claimRecord() ?? true {
-                    // A shared answer is one network attempt: recorded once, whoever got it first.
-                    change = state.resilience.record(
-                        origin: origin, task: task.identifier, transientFailure: Resilience.isTransient(error), now: now
-                    )
-                }
-                if retryDelay != nil {
-                    let allowed =
-                        sharedAnswer.map { shared in
-                            shared.retryAllowed { state.resilience.allowsRetry(origin: origin, now: now) }
-                        } ?? state.resilience.allowsRetry(origin: origin, now: now)
-                    if !allowed {
-                        retryDelay = nil
-                        refused = true
-                    }
-                }
-            }
-            state.machine.attemptEnded(
-                task, attempt: attempt, outcome: .failure(error), source: .network, retryDelay: retryDelay,
-                into: &actions)
-            return (change, refused)
+        let rests =
+            retryDelay != nil && attempt.flightKey.map { sharedFlights.retrying($0, task: task.identifier) } == true
+        let end = SchedulingMachine.AttemptEnd(
+            sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, restsFlight: rests,
+            isMonitored: attempt.monitor != nil, network: networkContext(of: attempt))
+        transition(reportingTo: attempt) {
+            $0.attemptEnded(
+                task, attempt: number, outcome: .failure(error), source: .network, retryDelay: retryDelay, end: end)
         }
-        if rests, !actions.schedulesRetry(of: task) { retrierLeft(task, retries: false) }
-        guard let monitor, let origin else { return }
-        let event = { (kind: APIEvent.Kind) in
-            monitor(
-                APIEvent(
-                    kind: kind, taskIdentifier: task.identifier, attempt: attempt, request: request, duration: nil,
-                    sensitiveHeaders: sensitiveHeaders))
-        }
-        switch change {
-        case .opened(let closesIn)?: event(.circuitOpened(origin: origin, closesIn: closesIn))
-        case .closed?: event(.circuitClosed(origin: origin))
-        case nil: break
-        }
-        if refused { event(.retryRefused(error)) }
     }
 
-    /// Tells the event monitor that an attempt's outcome opened or closed its origin's circuit.
-    private func report(_ change: Resilience.Change?, origin: String?, of attempt: Attempt) {
-        guard let change, let origin, let monitor = attempt.monitor else { return }
-        let kind: APIEvent.Kind =
-            switch change {
-            case .opened(let closesIn): .circuitOpened(origin: origin, closesIn: closesIn)
-            case .closed: .circuitClosed(origin: origin)
-            }
-        monitor(
-            APIEvent(
-                kind: kind, taskIdentifier: attempt.task.identifier, attempt: attempt.number, request: attempt.request,
-                duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
-    }
-
-    /// The origin key of the attempt's request when the engine has a circuit breaker or a retry
-    /// budget; `nil` otherwise, so that engines without them do no work for them.
-    private func resilienceOrigin(of attempt: Attempt) -> String? {
-        guard circuitBreaker != nil || retryBudget != nil else { return nil }
-        return Resilience.origin(of: attempt.request.url)
+    /// What the machine's resilience rules need of the attempt when the engine has a circuit
+    /// breaker or a retry budget: its origin and the clock; `nil` otherwise, so that engines
+    /// without them do no work for them, and for an attempt whose request was never built.
+    private func networkContext(of attempt: Attempt) -> SchedulingMachine.NetworkContext? {
+        guard circuitBreaker != nil || retryBudget != nil, attempt.isBuilt else { return nil }
+        return SchedulingMachine.NetworkContext(origin: Resilience.origin(of: attempt.request.url), now: clock.now)
     }
 
     /// Runs a task's `work` where ``execution`` says: at once for `.inline`, else on its work queue.

@@ -8,7 +8,7 @@ extension SchedulingMachine.Actions {
         var next: AnyAPITask? = task
         while let task = next {
             if let engine = task.engine {
-                engine.transition { $0.groupSlotGranted(task, into: &$1) }
+                engine.transition { $0.groupSlotGranted(task) }
                 return
             }
             next = task.concurrencyGroup?.release()
@@ -46,8 +46,17 @@ extension APIEngine {
     // MARK: Actions (performed without the lock)
 
     /// Performs what a transition of the machine decided: cancellations, observers, timers, attempt
-    /// starts, and the delivery of queued events (`delivery`, when they are to be scheduled).
-    func perform(_ actions: SchedulingMachine.Actions, delivery: APIEngine.Delivery?) {
+    /// starts, and the delivery of queued events (`delivery`, when they are to be scheduled); the
+    /// reports to the event monitor of `attempt` (a failure before sending first, as it happened
+    /// before the rest; circuit changes and refused retries last), and the flights to leave.
+    func perform(
+        _ actions: SchedulingMachine.Actions, delivery: APIEngine.Delivery?, reportingTo attempt: Attempt? = nil
+    ) {
+        if let attempt, !actions.timersAndGrants.isEmpty {
+            for case .report(let report) in actions.timersAndGrants {
+                if case .failedUnsent = report { attempt.report(report) }
+            }
+        }
         actions.performCancellationsAndObservations()
         for action in actions.timersAndGrants {
             switch action {
@@ -57,17 +66,17 @@ extension APIEngine {
                 let timer = clock.schedule(after: deadline) { [weak self, weak task] in
                     if let task { self?.deadlineFired(task, deadline: deadline) }
                 }
-                transition { $0.deadlineTimerSet(task, timer: timer, into: &$1) }
+                transition { $0.deadlineTimerSet(task, timer: timer) }
             case .scheduleWaitLimit(let task, let maxWait):
                 let timer = clock.schedule(after: maxWait) { [weak self, weak task] in
                     if let task { self?.waitLimitFired(task, maxWait: maxWait) }
                 }
-                transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
+                transition { $0.waitTimerSet(task, timer: timer) }
             case .scheduleQuietEnd(let task, let interval):
                 let timer = clock.schedule(after: interval) { [weak self, weak task] in
                     if let task { self?.quietEnded(task) }
                 }
-                transition { $0.waitTimerSet(task, timer: timer, into: &$1) }
+                transition { $0.waitTimerSet(task, timer: timer) }
             case .scheduleRetry(let task, let attempt, let delay):
                 let timer = clock.schedule(after: delay) { [weak self, weak task] in
                     if let task { self?.retryTimerFired(task, attempt: attempt) }
@@ -75,9 +84,9 @@ extension APIEngine {
                 // A shared attempt's retrier leaves its resting flight when its wait is cancelled.
                 let handle =
                     task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
-                transition { $0.retryTimerSet(task, attempt: attempt, timer: handle, into: &$1) }
-            case .grantSlot, .start, .send, .replay, .cancel, .tell:
-                break  // slots are handed on last, below; the others are not timers
+                transition { $0.retryTimerSet(task, attempt: attempt, timer: handle) }
+            case .grantSlot, .report, .leaveRestingFlight, .start, .send, .replay, .cancel, .tell:
+                break  // slots, reports and flights are handled last, below; the others are not timers
             }
         }
         let starts = actions.starts
@@ -104,6 +113,14 @@ extension APIEngine {
         // task that freed one comes before the start of the task (of any engine) that takes it.
         if !actions.timersAndGrants.isEmpty {
             for task in actions.grants { SchedulingMachine.Actions.grant(task) }
+            for action in actions.timersAndGrants {
+                switch action {
+                case .leaveRestingFlight(let task): retrierLeft(task, retries: false)
+                case .report(let report):
+                    if case .failedUnsent = report {} else { attempt?.report(report) }
+                default: break
+                }
+            }
         }
     }
 

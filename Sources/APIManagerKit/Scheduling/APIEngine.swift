@@ -69,15 +69,14 @@ public final class APIEngine: @unchecked Sendable {
     var lock: Lock { state.lock }
 
     struct State {
-        /// The scheduling rules and their state (see ``SchedulingMachine``).
-        var machine = SchedulingMachine()
+        /// The scheduling rules and their state, the circuit breakers and retry budgets included
+        /// (see ``SchedulingMachine``).
+        var machine: SchedulingMachine
         var delivery: APIEngine.Delivery
         var monitor: (@Sendable (APIEvent) -> Void)?
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
         var delegateSlots: [DelegateSlot] = []
-        /// The circuit breakers and retry budgets, per origin (see ``Resilience``).
-        var resilience: Resilience
     }
 
     /// - Parameters:
@@ -127,14 +126,15 @@ public final class APIEngine: @unchecked Sendable {
         self.circuitBreaker = circuitBreaker
         self.retryBudget = retryBudget
         self.state = LockedState(
-            State(delivery: delivery, resilience: Resilience(breaker: circuitBreaker, budget: retryBudget)))
+            State(
+                machine: SchedulingMachine(circuitBreaker: circuitBreaker, retryBudget: retryBudget), delivery: delivery
+            ))
         self.cache = cache
         self.persistedHeaders = persistedHeaders
     }
 
     deinit {
-        var actions = SchedulingMachine.Actions()
-        state.withLock { $0.machine.release(into: &actions) }
+        let actions = state.withLock { $0.machine.release() }
         // No delivery and no new starts: only cancellations, async callers, and the group slots
         // its tasks held, for other engines' tasks.
         actions.performCancellationsAndObservations()
@@ -215,38 +215,20 @@ public final class APIEngine: @unchecked Sendable {
 
     // MARK: Events
 
-    /// Runs one event of the scheduling machine under the lock, then performs its actions, and
-    /// returns them (an attempt's driver reads its ``SchedulingMachine/Action/send(_:attempt:)``
-    /// and ``SchedulingMachine/Action/replay(_:attempt:)`` there).
+    /// Runs one event of the scheduling machine under the lock, then performs the actions it
+    /// returned, and returns them (an attempt's driver reads there whether its attempt may go to the
+    /// transport, ``SchedulingMachine/Actions/send``, or be replayed). `attempt`: the attempt the
+    /// event was about, whose event monitor is told the machine's reports.
     @discardableResult
     func transition(
-        _ event: (inout SchedulingMachine, inout SchedulingMachine.Actions) -> Void
+        reportingTo attempt: Attempt? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
     ) -> SchedulingMachine.Actions {
-        // Not written as `transitionState`: the generic tuple it returns costs about 370 instructions
-        // per task on this, the hottest path (SendCost `plain`).
-        var actions = SchedulingMachine.Actions()
-        let delivery = state.withLock { state -> APIEngine.Delivery? in
-            event(&state.machine, &actions)
-            return actions.deliverEvents ? state.delivery : nil
+        let (actions, delivery) = state.withLock { state -> (SchedulingMachine.Actions, APIEngine.Delivery?) in
+            let actions = event(&state.machine)
+            return (actions, actions.deliverEvents ? state.delivery : nil)
         }
-        perform(actions, delivery: delivery)
+        perform(actions, delivery: delivery, reportingTo: attempt)
         return actions
-    }
-
-    /// Runs one locked step over the whole state (the machine and what the engine keeps beside it,
-    /// such as the circuit breakers), then performs the machine's actions; returns them and what the
-    /// step returned.
-    @discardableResult
-    func transitionState<Value>(
-        _ event: (inout State, inout SchedulingMachine.Actions) -> Value
-    ) -> (actions: SchedulingMachine.Actions, value: Value) {
-        var actions = SchedulingMachine.Actions()
-        let (delivery, value) = state.withLock { state -> (APIEngine.Delivery?, Value) in
-            let value = event(&state, &actions)
-            return (actions.deliverEvents ? state.delivery : nil, value)
-        }
-        perform(actions, delivery: delivery)
-        return (actions, value)
     }
 
     /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before
@@ -254,11 +236,11 @@ public final class APIEngine: @unchecked Sendable {
     /// registered before, so it never misses the end.
     func submit(_ task: AnyAPITask, observed: Bool = false) {
         let now = task.concurrencyPolicy.readsClockWhenSent ? clock.now : 0
-        transition { machine, actions in machine.send(task, observed: observed, now: now, into: &actions) }
+        transition { $0.send(task, observed: observed, now: now) }
     }
 
     func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason) {
-        transition { machine, actions in machine.cancel(task, reason: reason, into: &actions) }
+        transition { $0.cancel(task, reason: reason) }
     }
 
     /// Cancels every in-flight task for which `shouldCancel` returns `true`. The predicate runs
@@ -267,7 +249,7 @@ public final class APIEngine: @unchecked Sendable {
         let candidates = state.withLock { $0.machine.inFlightTasks }
         let chosen = try candidates.filter(shouldCancel)
         guard !chosen.isEmpty else { return }
-        transition { machine, actions in machine.cancel(tasks: chosen, reason: reason, into: &actions) }
+        transition { $0.cancel(tasks: chosen, reason: reason) }
     }
 
     /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
@@ -287,23 +269,23 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     func progressReported(_ task: AnyAPITask, attempt: Int, progress: APITransferProgress) {
-        transition { $0.progressReported(task, attempt: attempt, progress: progress, into: &$1) }
+        transition { $0.progressReported(task, attempt: attempt, progress: progress) }
     }
 
     func retryTimerFired(_ task: AnyAPITask, attempt: Int) {
         retrierLeft(task, retries: true)
-        transition { machine, actions in machine.retryTimerFired(task, attempt: attempt, into: &actions) }
+        transition { $0.retryTimerFired(task, attempt: attempt) }
     }
 
     func quietEnded(_ task: AnyAPITask) {
-        transition { machine, actions in machine.quietEnded(task, into: &actions) }
+        transition { $0.quietEnded(task) }
     }
 
     func waitLimitFired(_ task: AnyAPITask, maxWait: TimeInterval) {
-        transition { machine, actions in machine.waitLimitFired(task, maxWait: maxWait, into: &actions) }
+        transition { $0.waitLimitFired(task, maxWait: maxWait) }
     }
 
     func deadlineFired(_ task: AnyAPITask, deadline: TimeInterval) {
-        transition { machine, actions in machine.deadlineFired(task, deadline: deadline, into: &actions) }
+        transition { $0.deadlineFired(task, deadline: deadline) }
     }
 }

@@ -19,10 +19,14 @@ final class Attempt: @unchecked Sendable {
     let number: Int
     /// Whether it is the attempt sent again after a credential refresh.
     let isReplay: Bool
-    /// The request to send, as the stages have made it so far.
-    @exclusivity(unchecked) var request: URLRequest
+    /// The request to send, as the stages have made it so far: a placeholder until it is built
+    /// (``isBuilt``). The attempt exists before its request, so that a request that cannot be built
+    /// fails its attempt like any other failure.
+    @exclusivity(unchecked) var request = Attempt.unbuilt
+    /// Whether ``request`` was built (by the build stage, ``APIEngine/performStart(_:attempt:isReplay:)``).
+    @exclusivity(unchecked) var isBuilt = false
     /// The header names that carry its credentials: redacted, and dropped on a redirect to another origin.
-    @exclusivity(unchecked) var sensitiveHeaders: Set<String>
+    @exclusivity(unchecked) var sensitiveHeaders: Set<String> = []
     /// Told when the attempt is sent and answered; read once when the attempt was built.
     let monitor: (@Sendable (APIEvent) -> Void)?
     /// The credential the authentication granted, with its generation; `nil` for none.
@@ -54,17 +58,27 @@ final class Attempt: @unchecked Sendable {
     /// does nothing.
     @exclusivity(unchecked) weak var engine: APIEngine?
 
-    init(
-        engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, request: URLRequest,
-        sensitiveHeaders: Set<String>, monitor: (@Sendable (APIEvent) -> Void)?
-    ) {
+    init(engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, monitor: (@Sendable (APIEvent) -> Void)?) {
         self.engine = engine
         self.task = task
         self.number = number
         self.isReplay = isReplay
-        self.request = request
-        self.sensitiveHeaders = sensitiveHeaders
         self.monitor = monitor
+    }
+
+    /// The request of an attempt not built yet (never sent: nothing reads it before it is built).
+    private static let unbuilt = URLRequest(url: URL(fileURLWithPath: "/"))
+
+    /// Tells the event monitor what the scheduling machine reported about this attempt: a failure
+    /// before sending without its request (none went out), the rest with it.
+    func report(_ report: SchedulingMachine.Report) {
+        guard let monitor else { return }
+        let unsent: Bool
+        if case .failedUnsent = report { unsent = true } else { unsent = false }
+        monitor(
+            APIEvent(
+                kind: report.kind, taskIdentifier: task.identifier, attempt: number, request: unsent ? nil : request,
+                duration: nil, sensitiveHeaders: unsent ? [] : sensitiveHeaders))
     }
 
     /// The transport's completion: the answer waits here, and the attempt goes on at `receive` where

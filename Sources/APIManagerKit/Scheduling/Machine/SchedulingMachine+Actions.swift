@@ -24,8 +24,14 @@ extension SchedulingMachine {
         case scheduleQuietEnd(AnyAPITask, after: Double)
         /// Tell the async caller waiting for the task.
         case tell(AnyAPITask, AnyAPITask.Observation)
-        /// Tell the task's engine that its group handed it a slot (``groupSlotGranted(_:into:)``).
+        /// Tell the task's engine that its group handed it a slot (``groupSlotGranted(_:)``).
         case grantSlot(AnyAPITask)
+        /// Tell the event monitor of the attempt the event was about (see ``Report``): by the attempt's
+        /// driver, an unsent failure before the other actions, the rest after them.
+        case report(Report)
+        /// Take the task off the shared flight its retry rested, which it no longer waits for (see
+        /// ``SharedFlights/retrierLeft(_:retries:)``).
+        case leaveRestingFlight(AnyAPITask)
 
         static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
@@ -40,8 +46,10 @@ extension SchedulingMachine {
                 (.scheduleWaitLimit(let a, let d), .scheduleWaitLimit(let b, let e)),
                 (.scheduleQuietEnd(let a, let d), .scheduleQuietEnd(let b, let e)):
                 return a === b && d == e
-            case (.grantSlot(let a), .grantSlot(let b)):
+            case (.grantSlot(let a), .grantSlot(let b)), (.leaveRestingFlight(let a), .leaveRestingFlight(let b)):
                 return a === b
+            case (.report(let a), .report(let b)):
+                return a == b
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
             default:
@@ -65,6 +73,8 @@ extension SchedulingMachine {
                 return "scheduleQuietEnd(\(task.identifier), after: \(wait))"
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
             case .grantSlot(let task): return "grantSlot(\(task.identifier))"
+            case .report(let report): return "report(\(report))"
+            case .leaveRestingFlight(let task): return "leaveRestingFlight(\(task.identifier))"
             }
         }
     }
@@ -88,8 +98,9 @@ extension SchedulingMachine {
     struct Actions: Equatable, Sequence {
         private(set) var cancellations: [any APICancellable] = []
         private(set) var observations: [(AnyAPITask, AnyAPITask.Observation)] = []
-        /// Timers to schedule and group slots to hand on, in the order decided: rarer than the
-        /// rest, so they share one array (an empty array still costs a release when dropped).
+        /// Timers to schedule, group slots to hand on, reports and flights to leave, in the order
+        /// decided: rarer than the rest, so they share one array (an empty array still costs a
+        /// release when dropped).
         private(set) var timersAndGrants: [Action] = []
         private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
         /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
@@ -106,7 +117,8 @@ extension SchedulingMachine {
             case .send(let task, let attempt): send = (task, attempt)
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
-            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .grantSlot:
+            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .grantSlot, .report,
+                .leaveRestingFlight:
                 timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
             }
@@ -117,9 +129,9 @@ extension SchedulingMachine {
             timersAndGrants.compactMap { if case .grantSlot(let task) = $0 { task } else { nil } }
         }
 
-        /// Whether a retry of the task is to be scheduled.
-        func schedulesRetry(of task: AnyAPITask) -> Bool {
-            timersAndGrants.contains { if case .scheduleRetry(let other, _, _) = $0 { other === task } else { false } }
+        /// What the event monitor is to be told, in the order decided.
+        var reports: [Report] {
+            timersAndGrants.compactMap { if case .report(let report) = $0 { report } else { nil } }
         }
 
         /// Whether the attempt may go to the transport.
@@ -136,9 +148,15 @@ extension SchedulingMachine {
         var list: [Action] {
             var list = cancellations.map { Action.cancel(Handle($0)) }
             list += observations.map { Action.tell($0.0, $0.1) }
-            list += timersAndGrants.filter { if case .grantSlot = $0 { false } else { true } }
+            list += timersAndGrants.filter {
+                switch $0 {
+                case .grantSlot, .report: false
+                default: true
+                }
+            }
             list += starts.map { Action.start($0.task, attempt: $0.attempt) }
             list += grants.map { Action.grantSlot($0) }
+            list += reports.map { Action.report($0) }
             if let send { list.append(.send(send.task, attempt: send.attempt)) }
             if let replay { list.append(.replay(replay.task, attempt: replay.attempt)) }
             return list

@@ -1,25 +1,47 @@
 extension SchedulingMachine {
-    /// The attempt's request is built: ``Action/send(_:attempt:)`` if it is still the task's
-    /// current attempt. An attempt abandoned while it was being built is settled here instead.
-    mutating func requestBuilt(_ task: AnyAPITask, attempt: Int, into actions: inout Actions) {
+    /// The attempt's request is built: ``Action/send(_:attempt:)`` if it is still the task's current
+    /// attempt and its origin's circuit admits it; a refused one ends the task with
+    /// ``APIError/circuitOpen(origin:closesIn:)`` (nothing is sent). A stored copy of the response,
+    /// if any, is delivered first (``APIResponseCache/Option/both``). An attempt abandoned while it
+    /// was being built is settled here instead (and gives its admission back).
+    mutating func requestBuilt(
+        _ task: AnyAPITask, attempt: Int, isReplay: Bool = false, cachedCopy: AnyAPITask.BuiltResponse? = nil,
+        network: NetworkContext? = nil, isMonitored: Bool = false
+    ) -> Actions {
+        var actions = Actions()
+        if let cachedCopy { deliverCachedCopy(cachedCopy, of: task, attempt: attempt, into: &actions) }
+        let refusal = network.flatMap { admit(task, attempt: attempt, isReplay: isReplay, network: $0) }
+        if let refusal, isMonitored { actions.append(.report(.failedUnsent(refusal))) }
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
+            if let refusal {
+                task.record.lifecycle = .running(running)
+                end(task, with: .failure(refusal), into: &actions, attemptIsOver: true)
+                return actions
+            }
             running.progress = .starting  // a replay sends the attempt again
             task.record.lifecycle = .running(running)
             actions.append(.send(task, attempt: attempt))
+            return actions
         case .ended(var ending) where ending.abandonedAttempt == attempt:
             ending.abandonedAttempt = nil
             task.record.lifecycle = .ended(ending)
         case let other:
             task.record.lifecycle = other
         }
+        // Ended while its request was built: admitted, never sent, no answer to come.
+        if let network, refusal == nil {
+            resilience.abandon(origin: network.origin, task: task.identifier, now: network.now)
+        }
+        return actions
     }
 
     /// An async step of the attempt started (an interceptor, a wait for a refresh): kept, to be
     /// cancelled if the task ends, or cancelled at once when the attempt is no longer current.
     mutating func asyncStepStarted(
-        _ work: any APICancellable, for task: AnyAPITask, attempt: Int, into actions: inout Actions
-    ) {
+        _ work: any APICancellable, for task: AnyAPITask, attempt: Int
+    ) -> Actions {
+        var actions = Actions()
         switch task.record.lifecycle {
         case .running(var running) where running.number == attempt:
             running.work.append(work)
@@ -27,13 +49,15 @@ extension SchedulingMachine {
         default:
             actions.append(.cancel(Handle(work)))
         }
+        return actions
     }
 
     /// The transport took the attempt and gave its handle; a task that ended meanwhile has it
     /// cancelled.
     mutating func attemptSent(
-        _ task: AnyAPITask, attempt: Int, handle: any APICancellable, into actions: inout Actions
-    ) {
+        _ task: AnyAPITask, attempt: Int, handle: any APICancellable
+    ) -> Actions {
+        var actions = Actions()
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
             // Unless the transport completed inside `send`.
@@ -46,58 +70,88 @@ extension SchedulingMachine {
         case let other:
             task.record.lifecycle = other
         }
+        return actions
     }
 
     /// The attempt's credential was refused: ``Action/replay(_:attempt:)`` when it may be sent again
     /// after a refresh, which each task may do once.
-    mutating func credentialRefused(_ task: AnyAPITask, attempt: Int, into actions: inout Actions) {
-        guard isCurrent(task, attempt: attempt), !task.record.hasReplayed else { return }
+    mutating func credentialRefused(_ task: AnyAPITask, attempt: Int) -> Actions {
+        var actions = Actions()
+        guard isCurrent(task, attempt: attempt), !task.record.hasReplayed else { return actions }
         task.record.hasReplayed = true
         actions.append(.replay(task, attempt: attempt))
+        return actions
     }
 
-    /// The attempt's response was built, or the attempt failed: the task retries after
-    /// `retryDelay` (a failure the hook wants retried) or ends.
+    /// The attempt's response was built, or the attempt failed: the task retries after `retryDelay`
+    /// (a failure the hook wants retried), unless the engine's retry budget refuses it, or ends.
+    /// `end` says what else counts: whether it was sent (its outcome then counts for its origin's
+    /// circuit), the answer it shares with a flight, whether its retry rests a flight. An attempt
+    /// that is no longer current changes only its origin's record.
     mutating func attemptEnded(
         _ task: AnyAPITask, attempt: Int, outcome: Result<AnyAPITask.BuiltResponse, APIError>,
-        source: APIResponseCache.Source, retryDelay: Double?, into actions: inout Actions
-    ) {
-        guard isCurrent(task, attempt: attempt) else { return }
-        switch (outcome, retryDelay) {
-        case (.failure(let error), let delay?):
-            cancelWork(of: task, into: &actions)
-            task.record.lifecycle = .waitingForRetry(attempt: attempt, timer: nil)
-            emit(.willRetry(delay: delay, error: error), for: task, into: &actions)
-            if delay == 0 {
-                beginAttempt(task, into: &actions)
-            } else {
-                actions.append(.scheduleRetry(task, attempt: attempt, after: delay))
-            }
-        default:
-            end(task, with: outcome, source: source, into: &actions, attemptIsOver: true)
+        source: APIResponseCache.Source, retryDelay: Double?, end: AttemptEnd = AttemptEnd(sent: true)
+    ) -> Actions {
+        var actions = Actions()
+        var failure: APIError?
+        if case .failure(let error) = outcome {
+            failure = error
+            if !end.sent, end.isMonitored { actions.append(.report(.failedUnsent(error))) }
         }
+        let retryDelay = recordOutcome(of: task, failure: failure, retryDelay: retryDelay, end: end, into: &actions)
+        if isCurrent(task, attempt: attempt) {
+            switch (failure, retryDelay) {
+            case (let error?, let delay?):
+                cancelWork(of: task, into: &actions)
+                task.record.lifecycle = .waitingForRetry(attempt: attempt, timer: nil)
+                emit(.willRetry(delay: delay, error: error), for: task, into: &actions)
+                if delay == 0 {
+                    beginAttempt(task, into: &actions)
+                } else {
+                    actions.append(.scheduleRetry(task, attempt: attempt, after: delay))
+                    return actions
+                }
+            default:
+                self.end(task, with: outcome, source: source, into: &actions, attemptIsOver: true)
+            }
+        }
+        // A shared attempt's retry rested its flight: without a retry's timer to wait for, the task
+        // leaves it (see ``SharedFlights``).
+        if end.restsFlight { actions.append(.leaveRestingFlight(task)) }
+        return actions
     }
 
     /// A stored response answers the attempt (`terminal`) or comes ahead of the network.
     mutating func cachedResponse(
-        _ task: AnyAPITask, attempt: Int, response: AnyAPITask.BuiltResponse, terminal: Bool,
-        into actions: inout Actions
-    ) {
-        guard isCurrent(task, attempt: attempt) else { return }
+        _ task: AnyAPITask, attempt: Int, response: AnyAPITask.BuiltResponse, terminal: Bool
+    ) -> Actions {
+        var actions = Actions()
         if terminal {
+            guard isCurrent(task, attempt: attempt) else { return actions }
             end(task, with: .success(response), source: .cache, into: &actions, attemptIsOver: true)
         } else {
-            emit(.cachedResponse(response), for: task, into: &actions)
-            if task.record.isObserved { actions.append(.tell(task, .cached(response))) }
+            deliverCachedCopy(response, of: task, attempt: attempt, into: &actions)
         }
+        return actions
+    }
+
+    /// A stored copy that comes ahead of the network: told to the delegate and the async caller.
+    private mutating func deliverCachedCopy(
+        _ response: AnyAPITask.BuiltResponse, of task: AnyAPITask, attempt: Int, into actions: inout Actions
+    ) {
+        guard isCurrent(task, attempt: attempt) else { return }
+        emit(.cachedResponse(response), for: task, into: &actions)
+        if task.record.isObserved { actions.append(.tell(task, .cached(response))) }
     }
 
     /// The current attempt of a task reported progress: told to the delegate, in order with its
     /// other events. A report of an attempt that is no longer current is dropped.
     mutating func progressReported(
-        _ task: AnyAPITask, attempt: Int, progress: APITransferProgress, into actions: inout Actions
-    ) {
-        guard isCurrent(task, attempt: attempt) else { return }
+        _ task: AnyAPITask, attempt: Int, progress: APITransferProgress
+    ) -> Actions {
+        var actions = Actions()
+        guard isCurrent(task, attempt: attempt) else { return actions }
         emit(.progress(progress), for: task, into: &actions)
+        return actions
     }
 }

@@ -68,14 +68,16 @@ extension SchedulingMachine {
 
     /// The task's group handed it a slot: still waiting for one, its first attempt begins; ended
     /// meanwhile, it gives the slot back (to the next waiting task, if any).
-    mutating func groupSlotGranted(_ task: AnyAPITask, into actions: inout Actions) {
+    mutating func groupSlotGranted(_ task: AnyAPITask) -> Actions {
+        var actions = Actions()
         guard task.record.awaitsGroupSlot, !task.record.hasEnded else {
             if let next = task.concurrencyGroup?.release() { actions.append(.grantSlot(next)) }
-            return
+            return actions
         }
         task.record.awaitsGroupSlot = false
         task.record.holdsGroupSlot = true
         beginAttempt(task, into: &actions)
+        return actions
     }
 
     mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {

@@ -29,6 +29,12 @@ struct SchedulingMachine {
     /// When the next ``APIConcurrencyPolicy/throttle`` task of each scope may start.
     var throttleTurns = ThrottleTurns()
     var outbox = EventOutbox()
+    /// The engine's circuit breaker and retry budget, per origin (`SchedulingMachine+Resilience.swift`).
+    var resilience: Resilience
+
+    init(circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil) {
+        resilience = Resilience(breaker: circuitBreaker, budget: retryBudget)
+    }
 
     /// The throttle turns kept (tests: they stay bounded however many scopes are throttled).
     var throttleTurnCount: Int { throttleTurns.count }
@@ -69,8 +75,9 @@ struct SchedulingMachine {
     /// (cancelled before it was sent) ends it (see `SchedulingMachine+Policies.swift`, one function
     /// per policy). `now` is the engine's clock, read only for a policy that
     /// ``APIConcurrencyPolicy/readsClockWhenSent``.
-    mutating func send(_ task: AnyAPITask, observed: Bool, now: Double = 0, into actions: inout Actions) {
-        guard case .created(let cancelledBeforeSend) = task.record.lifecycle else { return }
+    mutating func send(_ task: AnyAPITask, observed: Bool, now: Double = 0) -> Actions {
+        var actions = Actions()
+        guard case .created(let cancelledBeforeSend) = task.record.lifecycle else { return actions }
         task.record.isObserved = observed
         nextSequence += 1
         task.record.sequence = nextSequence
@@ -78,7 +85,7 @@ struct SchedulingMachine {
         task.record.lifecycle = .waiting(timer: nil)
         if let reason = cancelledBeforeSend {
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
-            return
+            return actions
         }
         let scope = scope(for: task.concurrencyScope)
         task.record.scope = scope
@@ -86,10 +93,12 @@ struct SchedulingMachine {
         if let deadline = task.deadline, !task.record.hasEnded {
             actions.append(.scheduleDeadline(task, after: deadline))
         }
+        return actions
     }
 
     /// One task is cancelled: it ends at once (or, not yet sent, when it is).
-    mutating func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason, into actions: inout Actions) {
+    mutating func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason) -> Actions {
+        var actions = Actions()
         switch task.record.lifecycle {
         case .created(nil):
             task.record.lifecycle = .created(cancelledBeforeSend: reason)
@@ -98,12 +107,14 @@ struct SchedulingMachine {
         case .waiting, .running, .waitingForRetry:
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
         }
+        return actions
     }
 
     /// Several tasks are cancelled together: every one ends before any line moves on, so a waiting
     /// task that is itself being cancelled never starts (and is never sent) because a task ahead of
     /// it ended first.
-    mutating func cancel(tasks: [AnyAPITask], reason: APIError.CancellationReason, into actions: inout Actions) {
+    mutating func cancel(tasks: [AnyAPITask], reason: APIError.CancellationReason) -> Actions {
+        var actions = Actions()
         var touched: [ObjectIdentifier: ScopeState] = [:]
         for task in tasks where !task.record.hasEnded {
             if let scope = task.record.scope { touched[ObjectIdentifier(scope)] = scope }
@@ -112,16 +123,19 @@ struct SchedulingMachine {
         for scope in touched.values.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) {
             pump(scope, into: &actions)
         }
+        return actions
     }
 
     /// The engine is released: every task in flight ends as cancelled, without delegate events
     /// (there is no manager left), its requests and timers cancelled and async callers told.
-    mutating func release(into actions: inout Actions) {
+    mutating func release() -> Actions {
+        var actions = Actions()
         for task in inFlightTasks {
             end(
                 task, with: .failure(.cancelled(reason: .managerReleased)), into: &actions, pump: false,
                 notify: false)
         }
+        return actions
     }
 
     /// Moves the queued events into `batch` for delivery; `false` once none are left (see
