@@ -13,10 +13,12 @@ private let transportFailure = APIError.transport(underlying: URLError(.timedOut
 
 private func network(at now: Double) -> Machine.NetworkContext { Machine.NetworkContext(origin: origin, now: now) }
 
-private func sentEnd(at now: Double, sharedAnswer: SharedAnswer? = nil, restsFlight: Bool = false) -> Machine.AttemptEnd
+private func sentEnd(at now: Double, sharedAnswer: SharedAnswer? = nil, boardedFlight: Bool = false)
+    -> Machine.AttemptEnd
 {
     Machine.AttemptEnd(
-        sent: true, sharedAnswer: sharedAnswer, restsFlight: restsFlight, isMonitored: true, network: network(at: now))
+        sent: true, sharedAnswer: sharedAnswer, boardedFlight: boardedFlight, isMonitored: true,
+        network: network(at: now))
 }
 
 @Suite("Scheduling machine: the circuit breaker and the retry budget", .timeLimit(.minutes(1)))
@@ -107,18 +109,18 @@ struct SchedulingMachineResilienceTests {
             let actions = h.run {
                 $0.attemptEnded(
                     task, attempt: 1, outcome: .failure(transportFailure), source: .network, retryDelay: 2,
-                    end: sentEnd(at: Double(round), restsFlight: true))
+                    end: sentEnd(at: Double(round), boardedFlight: true))
             }
             scheduled.append(Array(actions).contains(.scheduleRetry(task, attempt: 1, after: 2)))
             if round == 1 {
                 #expect(
-                    Array(actions) == [.leaveRestingFlight(task), .report(.retryRefused(transportFailure))],
-                    "refused: the task ends, leaves the flight its retry rested, and the monitor hears why")
+                    Array(actions) == [.report(.retryRefused(transportFailure))],
+                    "refused: the task ends, rests no flight, and the monitor hears why")
                 #expect(task.phase == .ended)
             } else {
                 #expect(
-                    Array(actions) == [.scheduleRetry(task, attempt: 1, after: 2)], "a scheduled retry keeps its flight"
-                )
+                    Array(actions) == [.restFlight(task), .scheduleRetry(task, attempt: 1, after: 2)],
+                    "a retry's wait rests the flight its attempt was on, before its timer is set")
             }
         }
         #expect(scheduled == [true, false], "one retry fits the budget's minimum, the second does not")

@@ -140,11 +140,8 @@ extension APIEngine {
             // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
             retryDelay = max(0, delay)
         }
-        // A shared attempt's retry rests its flight before the retry's timer can fire (see ``SharedFlights``).
-        let rests =
-            retryDelay != nil && attempt.flightKey.map { sharedFlights.retrying($0, task: task.identifier) } == true
         let end = SchedulingMachine.AttemptEnd(
-            sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, restsFlight: rests,
+            sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, boardedFlight: attempt.flightKey != nil,
             isMonitored: attempt.monitor != nil, network: networkContext(of: attempt))
         transition(reportingTo: attempt) {
             $0.attemptEnded(

@@ -48,7 +48,8 @@ extension APIEngine {
     /// Performs what a transition of the machine decided: cancellations, observers, timers, attempt
     /// starts, and the delivery of queued events (`delivery`, when they are to be scheduled); the
     /// reports to the event monitor of `attempt` (a failure before sending first, as it happened
-    /// before the rest; circuit changes and refused retries last), and the flights to leave.
+    /// before the rest; circuit changes and refused retries last), and the shared flight a retry
+    /// rests (before the retry's timer is set).
     func perform(
         _ actions: SchedulingMachine.Actions, delivery: APIEngine.Delivery?, reportingTo attempt: Attempt? = nil
     ) {
@@ -85,8 +86,10 @@ extension APIEngine {
                 let handle =
                     task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
                 transition { $0.retryTimerSet(task, attempt: attempt, timer: handle) }
-            case .grantSlot, .report, .leaveRestingFlight, .start, .send, .replay, .cancel, .tell:
-                break  // slots, reports and flights are handled last, below; the others are not timers
+            case .restFlight(let task):
+                if let key = attempt?.flightKey { _ = sharedFlights.retrying(key, task: task.identifier) }
+            case .grantSlot, .report, .start, .send, .replay, .cancel, .tell:
+                break  // slots and reports are handled last, below; the others are not timers
             }
         }
         let starts = actions.starts
@@ -113,13 +116,8 @@ extension APIEngine {
         // task that freed one comes before the start of the task (of any engine) that takes it.
         if !actions.timersAndGrants.isEmpty {
             for task in actions.grants { SchedulingMachine.Actions.grant(task) }
-            for action in actions.timersAndGrants {
-                switch action {
-                case .leaveRestingFlight(let task): retrierLeft(task, retries: false)
-                case .report(let report):
-                    if case .failedUnsent = report {} else { attempt?.report(report) }
-                default: break
-                }
+            for case .report(let report) in actions.timersAndGrants {
+                if case .failedUnsent = report {} else { attempt?.report(report) }
             }
         }
     }

@@ -29,9 +29,9 @@ extension SchedulingMachine {
         /// Tell the event monitor of the attempt the event was about (see ``Report``): by the attempt's
         /// driver, an unsent failure before the other actions, the rest after them.
         case report(Report)
-        /// Take the task off the shared flight its retry rested, which it no longer waits for (see
-        /// ``SharedFlights/retrierLeft(_:retries:)``).
-        case leaveRestingFlight(AnyAPITask)
+        /// Rest the shared flight the task's attempt was on while the task waits to retry it (see
+        /// ``SharedFlights/retrying(_:task:)``): performed before the retry's timer is scheduled.
+        case restFlight(AnyAPITask)
 
         static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
@@ -46,7 +46,7 @@ extension SchedulingMachine {
                 (.scheduleWaitLimit(let a, let d), .scheduleWaitLimit(let b, let e)),
                 (.scheduleQuietEnd(let a, let d), .scheduleQuietEnd(let b, let e)):
                 return a === b && d == e
-            case (.grantSlot(let a), .grantSlot(let b)), (.leaveRestingFlight(let a), .leaveRestingFlight(let b)):
+            case (.grantSlot(let a), .grantSlot(let b)), (.restFlight(let a), .restFlight(let b)):
                 return a === b
             case (.report(let a), .report(let b)):
                 return a == b
@@ -74,7 +74,7 @@ extension SchedulingMachine {
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
             case .grantSlot(let task): return "grantSlot(\(task.identifier))"
             case .report(let report): return "report(\(report))"
-            case .leaveRestingFlight(let task): return "leaveRestingFlight(\(task.identifier))"
+            case .restFlight(let task): return "restFlight(\(task.identifier))"
             }
         }
     }
@@ -118,7 +118,7 @@ extension SchedulingMachine {
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
             case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .grantSlot, .report,
-                .leaveRestingFlight:
+                .restFlight:
                 timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
             }

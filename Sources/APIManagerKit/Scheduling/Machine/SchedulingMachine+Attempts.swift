@@ -86,8 +86,9 @@ extension SchedulingMachine {
     /// The attempt's response was built, or the attempt failed: the task retries after `retryDelay`
     /// (a failure the hook wants retried), unless the engine's retry budget refuses it, or ends.
     /// `end` says what else counts: whether it was sent (its outcome then counts for its origin's
-    /// circuit), the answer it shares with a flight, whether its retry rests a flight. An attempt
-    /// that is no longer current changes only its origin's record.
+    /// circuit), the answer it shares with a flight, whether it was on a shared flight (which its
+    /// retry's wait then rests, ``Action/restFlight(_:)``). An attempt that is no longer current
+    /// changes only its origin's record.
     mutating func attemptEnded(
         _ task: AnyAPITask, attempt: Int, outcome: Result<AnyAPITask.BuiltResponse, APIError>,
         source: APIResponseCache.Source, retryDelay: Double?, end: AttemptEnd = AttemptEnd(sent: true)
@@ -108,16 +109,14 @@ extension SchedulingMachine {
                 if delay == 0 {
                     beginAttempt(task, into: &actions)
                 } else {
+                    // A shared attempt's retry rests its flight before the retry's timer can fire.
+                    if end.boardedFlight { actions.append(.restFlight(task)) }
                     actions.append(.scheduleRetry(task, attempt: attempt, after: delay))
-                    return actions
                 }
             default:
                 self.end(task, with: outcome, source: source, into: &actions, attemptIsOver: true)
             }
         }
-        // A shared attempt's retry rested its flight: without a retry's timer to wait for, the task
-        // leaves it (see ``SharedFlights``).
-        if end.restsFlight { actions.append(.leaveRestingFlight(task)) }
         return actions
     }
 

@@ -23,9 +23,9 @@ extension SchedulingMachine {
         /// The answer shared with the attempts of its flight: its outcome counts once, and the
         /// budget decides its retry once (its lock is a leaf, taken under the engine's).
         var sharedAnswer: SharedAnswer?
-        /// Whether the retry asked for rests a shared flight (``SharedFlights``): when no retry is
-        /// scheduled after all, the task leaves it (``Action/leaveRestingFlight(_:)``).
-        var restsFlight = false
+        /// Whether the attempt was on a shared flight (``SharedFlights``), which a retry's wait rests
+        /// (``Action/restFlight(_:)``).
+        var boardedFlight = false
         /// Whether the event monitor listens (reports are made only then).
         var isMonitored = false
         /// The resilience rules' context; `nil` without a circuit breaker or retry budget.
