@@ -17,7 +17,7 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
     Transports/AsyncHTTPClient/Benchmarks/TransferBenchmark
 
 echo "== The scheduling machine owns its state: written only in Sources/APIManagerKit/Scheduling/Machine/"
-python3 Scripts/check-machine-writes.py
+python3 Scripts/check-machine-state.py
 
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh

@@ -73,7 +73,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     let deadline: TimeInterval?
 
     /// The scheduling machine's record of this task: its lifecycle, attempt, timers and place in
-    /// line. Read and written only while holding `lock`, and written only by the machine.
+    /// line. Only the machine reads and writes it (`Scheduling/Machine/`; what users read comes
+    /// through its `state(of:)`, `attemptCount(of:)` and `responseSource(of:)`), under `lock`; it
+    /// sits here, in the task, so that the machine reaches it without a lookup.
     @exclusivity(unchecked) var record = SchedulingRecord()
 
     /// What an observer (the async API) is told: a cached copy, then the end.
@@ -238,24 +240,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// The current state.
     public var state: State {
-        lock.withLock {
-            switch record.lifecycle {
-            case .created, .waiting: return .waiting
-            case .running: return .running
-            case .waitingForRetry: return .waitingForRetry
-            case .ended(let ending):
-                if let failure = ending.failure { return .failed(failure) }
-                return .finished
-            }
-        }
+        lock.withLock { SchedulingMachine.state(of: self) }
     }
 
     /// Where the response that ended the task came from; `nil` until it finishes with one.
     public var responseSource: APIResponseCache.Source? {
-        lock.withLock {
-            if case .ended(let ending) = record.lifecycle { return ending.source }
-            return nil
-        }
+        lock.withLock { SchedulingMachine.responseSource(of: self) }
     }
 
     /// The task's upload and download progress as it is reported, in the order of the delegate's
@@ -268,7 +258,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
-    public var attemptCount: Int { lock.withLock { record.attemptCount } }
+    public var attemptCount: Int { lock.withLock { SchedulingMachine.attemptCount(of: self) } }
 
     /// Cancels the task. A task that has not ended fails with ``APIError/cancelled(reason:)``
     /// (reason `.explicit`) at once, its transport request and any retry timer are cancelled, and

@@ -69,6 +69,30 @@ struct SchedulingMachine {
         return task.record.attemptCount == attempt
     }
 
+    /// What users read of a task (``AnyAPITask/state``), from the record only the machine reads and
+    /// writes. Called under the engine's lock.
+    static func state(of task: AnyAPITask) -> AnyAPITask.State {
+        switch task.record.lifecycle {
+        case .created, .waiting: return .waiting
+        case .running: return .running
+        case .waitingForRetry: return .waitingForRetry
+        case .ended(let ending):
+            if let failure = ending.failure { return .failed(failure) }
+            return .finished
+        }
+    }
+
+    /// Where the response that ended the task came from (``AnyAPITask/responseSource``); `nil` until
+    /// it finishes with one. Called under the engine's lock.
+    static func responseSource(of task: AnyAPITask) -> APIResponseCache.Source? {
+        if case .ended(let ending) = task.record.lifecycle { return ending.source }
+        return nil
+    }
+
+    /// How many attempts of the task have started (``AnyAPITask/attemptCount``). Called under the
+    /// engine's lock.
+    static func attemptCount(of task: AnyAPITask) -> Int { task.record.attemptCount }
+
     // MARK: Events
 
     /// A task is sent: it gets its identifier, and its policy starts it, queues it, ignores it, or

@@ -1,10 +1,11 @@
-/// What the scheduling machine keeps of one task. It sits in the task (``AnyAPITask/record``) so
-/// that the machine reaches it in O(1) without allocating (a record kept in the machine, in a table
-/// of slots, would cost a lookup per event and the task's handle a slot number). It is written only
-/// by the machine's events, in this folder (`Scheduling/Machine/`): `Scripts/check-machine-writes.py`,
-/// run by the test script, fails when code elsewhere writes it or the machine's state. The task's
-/// handle only reads it, for what users read (``AnyAPITask/state``, ``AnyAPITask/attemptCount``).
-/// Guarded by the engine's lock.
+/// What the scheduling machine keeps of one task. Only the machine reads and writes it, in this
+/// folder (`Scheduling/Machine/`); the task's handle asks the machine for what users read
+/// (`SchedulingMachine.state(of:)`, `attemptCount(of:)`, `responseSource(of:)`), and
+/// `Scripts/check-machine-state.py`, run by the test script, fails when code elsewhere names it.
+/// It is stored in the task (``AnyAPITask/record``) rather than in a table of the machine's, so
+/// that an event reaches it without a lookup: a table would cost a lookup per event, a slot number
+/// per handle, and would have to keep an ended task's record (an abandoned attempt's late callback
+/// still reads it) as long as the handle lives. Guarded by the engine's lock.
 struct SchedulingRecord {
     /// The task's lifecycle, each stage with what it holds.
     enum Lifecycle {
