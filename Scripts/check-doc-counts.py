@@ -99,6 +99,13 @@ for case in cases:
     if not re.search(r"\." + case + r"\b", compiled):
         errors.append(f"HTTPCodeSamplesTests.swift: the switch over every error kind lacks `.{case}`")
 
+# The sample of APIRequest's documentation is compiled and run, word for word, in CodeSamplesTests.
+request_doc = open("Sources/APIManagerKit/APIManagerKit.docc/APIRequest.md").read()
+code_samples = open("Tests/APIManagerKitTests/CodeSamplesTests.swift").read()
+for block in re.findall(r"```swift\n(.*?)```", request_doc, re.DOTALL):
+    if block not in code_samples:
+        errors.append("APIRequest.md: a Swift sample is not in CodeSamplesTests.swift word for word")
+
 # The folders, as the library has them, against CONTRIBUTING's table.
 library = "Sources/APIManagerKit"
 folders = sorted(

@@ -204,8 +204,54 @@ let otherOptions: [FeedRequest] = [
 
 // MARK: Checks of the samples themselves
 
+// MARK: the documentation of APIRequest (APIManagerKit.docc/APIRequest.md)
+
+struct AddToCart: APIRequest, Encodable {
+    let productID: Int
+    let quantity: Int
+
+    var url: URL { URL(string: "https://shop.example/cart/items")! }
+    var method: HTTPMethod { .post }
+    var concurrencyPolicy: APIConcurrencyPolicy { .waitUntilDone }
+    var concurrencyScope: String? { "cart" }
+}
+
+final class AddToCartAPI: APIManager {
+    typealias Request = AddToCart
+    typealias Response = APIEmptyResponse
+    typealias Delegate = any APIManagerDelegate
+
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
 @Suite("README and article samples", .timeLimit(.minutes(1)))
 struct CodeSamplesTests {
+    @Test func theAPIRequestSampleSendsItsPropertiesAsJSONOneAtATimeInItsScope() throws {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(.post, "/cart/items", MockTransport.Reply.status(204).held(), .status(204))
+        let api = AddToCartAPI(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
+        let first = api.send(AddToCart(productID: 7, quantity: 2))
+        let second = api.send(AddToCart(productID: 8, quantity: 1))
+        #expect(transport.requests.count == 1, "the second waits in the cart's line")
+        guard case .waiting = second.state else {
+            Issue.record("the second add is not waiting: \(second.state)")
+            return
+        }
+        let request = try #require(transport.requests.first)
+        #expect(request.httpMethod == "POST")
+        let body = try JSONSerialization.jsonObject(with: try #require(request.httpBody)) as? [String: Int]
+        #expect(body == ["productID": 7, "quantity": 2], "only the stored properties are encoded")
+        #expect(transport.release())
+        guard case .finished = first.state, case .finished = second.state else {
+            Issue.record("expected both adds finished, got \(first.state) and \(second.state)")
+            return
+        }
+        #expect(transport.requests.count == 2)
+    }
+
     @Test func theFeedSampleShowsTheStoredFeedThenTheNetworks() async throws {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)

@@ -227,7 +227,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
     convenience init(
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
-        lineLimit: APIConcurrencyPolicy.LineLimit? = nil, concurrencyLimit: Int = 4, pacing: APIConcurrencyPolicy.Pacing = APIConcurrencyPolicy.Pacing(),
+        lineLimit: APIConcurrencyPolicy.LineLimit? = nil, concurrencyLimit: Int = 4,
+        pacing: APIConcurrencyPolicy.Pacing = APIConcurrencyPolicy.Pacing(),
         group: APIConcurrencyPolicy.Group? = nil
     ) {
         self.init(
