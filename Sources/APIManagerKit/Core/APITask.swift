@@ -340,7 +340,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
         return Settings(
             policy: policy, scope: request.concurrencyScope, priority: request.priority,
             lineLimit: policy.mayWaitInLine || policy.isPaced ? request.lineLimit : nil,
-            concurrencyLimit: policy == .limited ? request.concurrencyLimit : 4,
+            concurrencyLimit: policy.readsConcurrencyLimit ? request.concurrencyLimit : 4,
             pacing: APIConcurrencyPolicy.Pacing(of: request, policy: policy),
             sharing: request.sharing, group: request.concurrencyGroup, deadline: request.deadline,
             cacheSettings: CacheSettings(

@@ -2,8 +2,10 @@
 /// "Concurrency policies" in the docs for the table these implement).
 ///
 /// A new policy touches three files: its case, with what it reads of the request and whether it
-/// reads the clock, in `APIConcurrencyPolicy.swift`; its function and its line in ``apply(_:to:in:now:into:)``
-/// here; and, for a setting of its own, the requirement with its default in `APIRequest.swift`.
+/// reads the clock, in `APIConcurrencyPolicy.swift`; its function and its line in
+/// ``apply(_:to:in:now:into:)`` here (and, if the head of a line under it starts by another rule,
+/// its line in ``mayStartFromLine(_:in:)``); and, for a setting of its own, the requirement with its
+/// default in `APIRequest.swift`.
 extension SchedulingMachine {
     /// Applies the task's policy to it, just sent into `scope` (its record lists the scope).
     mutating func apply(
@@ -118,6 +120,16 @@ extension SchedulingMachine {
         } else {
             end(task, with: .failure(.ignored), into: &actions)
         }
+    }
+
+    /// Whether the head of a scope's line may start: a ``APIConcurrencyPolicy/limited`` head when
+    /// fewer than its limit run; any other when nothing started from the line is still in flight and
+    /// every task started directly that was sent before it has ended.
+    static func mayStartFromLine(_ head: AnyAPITask, in scope: ScopeState) -> Bool {
+        if head.concurrencyPolicy == .limited { return scope.runningCount < head.concurrencyLimit }
+        guard scope.startedFromLine.isEmpty else { return false }
+        guard let oldest = scope.started.head else { return true }
+        return oldest.record.sequence > head.record.sequence
     }
 
     /// The scope the task runs in after its policy ended others of its scope: ending the last task

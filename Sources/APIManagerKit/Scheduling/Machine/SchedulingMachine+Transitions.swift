@@ -91,7 +91,7 @@ extension SchedulingMachine {
 
     /// Starts the head of the line while it may start.
     mutating func pump(_ scope: ScopeState, into actions: inout Actions) {
-        while let head = scope.line.head, scope.canStart(head) {
+        while let head = scope.line.head, Self.mayStartFromLine(head, in: scope) {
             scope.startFromLine(head)
             admit(head, waitedAlready: true, into: &actions)
         }

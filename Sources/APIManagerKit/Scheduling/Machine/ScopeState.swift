@@ -21,16 +21,6 @@ final class ScopeState {
     var runningCount: Int { started.count + startedFromLine.count }
     var hasRunning: Bool { !started.isEmpty || !startedFromLine.isEmpty }
 
-    /// Whether the head of the line may start: a ``APIConcurrencyPolicy/limited`` head when fewer
-    /// than its limit run; any other when nothing started from the line is still in flight and every
-    /// task started directly that was sent before it has ended.
-    func canStart(_ candidate: AnyAPITask) -> Bool {
-        if candidate.concurrencyPolicy == .limited { return runningCount < candidate.concurrencyLimit }
-        guard startedFromLine.isEmpty else { return false }
-        guard let oldest = started.head else { return true }
-        return oldest.record.sequence > candidate.record.sequence
-    }
-
     // MARK: Operations (called by the machine's transitions)
 
     /// The task starts as it is sent (its policy let it).

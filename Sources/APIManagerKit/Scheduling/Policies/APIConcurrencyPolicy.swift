@@ -66,12 +66,16 @@ extension APIConcurrencyPolicy {
     /// line limit's `maxWait` and its ``Pacing`` are read.
     var isPaced: Bool { self == .debounce || self == .throttle }
 
+    /// Whether a task reads its request's ``APIRequest/concurrencyLimit`` (only a limited one does).
+    var readsConcurrencyLimit: Bool { self == .limited }
+
     /// Whether the machine reads the engine's clock when a task is sent (only the throttle does).
     var readsClockWhenSent: Bool { self == .throttle }
 
     /// A paced task's settings, read when it is sent: its debounce interval and its throttle
     /// interval (each a finite number of seconds, at least 0), and whether an early throttled task
-    /// waits. Other tasks keep the defaults and read nothing.
+    /// waits. Other tasks keep the defaults and read nothing. A policy added later with a setting of
+    /// its own reads it here, in ``init(of:policy:)``, so that the task's snapshot needs no change.
     struct Pacing {
         var debounceInterval: Double = 0.3
         var throttleInterval: Double = 1
