@@ -167,4 +167,87 @@ struct SchedulingMachineResilienceTests {
         #expect(Array(actions) == [.report(.failedUnsent(error))])
         #expect(h.machine.resilience.circuit(of: origin) == .closed(failures: 0))
     }
+
+    /// Random sequences of sends, built requests, network answers (success or transient failure,
+    /// some asking for a retry), retry timers, cancellations and time passing, against a machine
+    /// with a circuit breaker and a retry budget. After every event: a request built while its
+    /// origin's circuit is open is never sent and its task ends with `circuitOpen`; a report that
+    /// the circuit opened leaves it open; every task ends exactly once by the end.
+    @Test(arguments: [UInt64(1), 7, 42, 2026, 99_991])
+    func theCircuitAndTheBudgetHoldUnderRandomEventSequences(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
+        var h = harness(threshold: 2, budget: APIEngine.RetryBudget(ratio: 0.5, minimumRetries: 1, window: 20))
+        var now = 0.0
+        var sent: Set<ObjectIdentifier> = []
+        for step in 0..<400 {
+            let place = "seed \(seed) step \(step)"
+            let live = h.tasks.filter { $0.phase != .ended }
+            switch pick(8) {
+            case 0, 1:
+                h.send([.default, .waitUntilDone, .limited][pick(3)], scope: [nil, "cart"][pick(2)])
+            case 2, 3:
+                guard let task = live.filter({ $0.phase == .running }).randomElement(using: &random) else { break }
+                let attempt = task.attemptNumber
+                let wasOpen: Bool
+                if case .open(let until) = h.machine.resilience.circuit(of: origin), now < until {
+                    wasOpen = true
+                } else {
+                    wasOpen = false
+                }
+                let actions = h.run {
+                    $0.requestBuilt(task, attempt: attempt, network: network(at: now), isMonitored: true)
+                }
+                let sends = Array(actions).contains(.send(task, attempt: attempt))
+                if sends { sent.insert(ObjectIdentifier(task)) }
+                if wasOpen {
+                    #expect(!sends, "\(place): a request went out through an open circuit")
+                    #expect(task.phase == .ended, "\(place): a refused task did not end")
+                    if case .failed(.circuitOpen) = SchedulingMachine.state(of: task) {
+                    } else {
+                        Issue.record("\(place): a refused task ended \(SchedulingMachine.state(of: task))")
+                    }
+                }
+            case 4, 5:
+                guard
+                    let task = live.filter({ $0.phase == .running && sent.contains(ObjectIdentifier($0)) })
+                        .randomElement(using: &random)
+                else { break }
+                sent.remove(ObjectIdentifier(task))
+                let attempt = task.attemptNumber
+                let fails = pick(3) > 0
+                let outcome: Result<AnyAPITask.BuiltResponse, APIError> =
+                    fails ? .failure(transportFailure) : .success(AnyAPITask.BuiltResponse { _ in })
+                let actions = h.run {
+                    $0.attemptEnded(
+                        task, attempt: attempt, outcome: outcome, source: .network,
+                        retryDelay: fails && pick(2) == 0 ? 3 : nil, end: sentEnd(at: now))
+                }
+                if Array(actions).contains(where: { if case .report(.circuitOpened) = $0 { true } else { false } }) {
+                    guard case .open = h.machine.resilience.circuit(of: origin) else {
+                        Issue.record("\(place): the circuit was reported open but is not")
+                        break
+                    }
+                }
+            case 6:
+                guard let task = live.filter({ $0.phase == .waitingForRetry }).randomElement(using: &random) else {
+                    break
+                }
+                let attempt = task.attemptNumber
+                h.run { $0.retryTimerFired(task, attempt: attempt) }
+            default:
+                if pick(4) == 0, let task = live.randomElement(using: &random) {
+                    h.run { $0.cancel(task, reason: .explicit) }
+                } else {
+                    now += Double(pick(8))
+                }
+            }
+        }
+        h.cancelAll()
+        for task in h.tasks {
+            let terminal = h.events(of: task).filter { $0.hasPrefix("finished") || $0.hasPrefix("failed") }.count
+            #expect(terminal == 1, "seed \(seed): task \(task.identifier) ended \(terminal) times")
+        }
+        #expect(h.machine.inFlightCount == 0)
+    }
 }
