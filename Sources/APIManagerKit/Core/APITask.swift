@@ -341,7 +341,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             policy: policy, scope: request.concurrencyScope, priority: request.priority,
             lineLimit: policy.mayWaitInLine || policy.isPaced ? request.lineLimit : nil,
             concurrencyLimit: policy.readsConcurrencyLimit ? request.concurrencyLimit : 4,
-            pacing: APIConcurrencyPolicy.Pacing(of: request, policy: policy),
+            pacing: policy.isPaced ? APIConcurrencyPolicy.Pacing(of: request) : APIConcurrencyPolicy.Pacing(),
             sharing: request.sharing, group: request.concurrencyGroup, deadline: request.deadline,
             cacheSettings: CacheSettings(
                 option: request.cacheOption, shouldSave: request.shouldSaveInCache, partition: request.cachePartition,

@@ -153,7 +153,7 @@ extension APIEngine {
     /// breaker or a retry budget: its origin and the clock; `nil` otherwise, so that engines
     /// without them do no work for them, and for an attempt whose request was never built.
     private func networkContext(of attempt: Attempt) -> SchedulingMachine.NetworkContext? {
-        guard circuitBreaker != nil || retryBudget != nil, attempt.isBuilt else { return nil }
+        guard hasResilience, attempt.isBuilt else { return nil }
         return SchedulingMachine.NetworkContext(origin: Resilience.origin(of: attempt.request.url), now: clock.now)
     }
 

@@ -25,6 +25,9 @@ public final class APIEngine: @unchecked Sendable {
     public let transport: any APITransport
     /// The transport's ``APITransport/acceptsBodyWriters``, read once.
     let acceptsBodyWriters: Bool
+    /// Whether the engine has a circuit breaker or a retry budget: read for every attempt, so kept
+    /// as one flag.
+    let hasResilience: Bool
     /// The clock retries and deadlines are timed with.
     public let clock: any APIClock
     /// Where retry jitter comes from.
@@ -125,6 +128,7 @@ public final class APIEngine: @unchecked Sendable {
         self.execution = execution
         self.circuitBreaker = circuitBreaker
         self.retryBudget = retryBudget
+        self.hasResilience = circuitBreaker != nil || retryBudget != nil
         self.state = LockedState(
             State(
                 machine: SchedulingMachine(circuitBreaker: circuitBreaker, retryBudget: retryBudget), delivery: delivery

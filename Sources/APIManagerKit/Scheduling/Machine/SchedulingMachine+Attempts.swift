@@ -10,7 +10,8 @@ extension SchedulingMachine {
     ) -> Actions {
         var actions = Actions()
         if let cachedCopy { deliverCachedCopy(cachedCopy, of: task, attempt: attempt, into: &actions) }
-        let refusal = network.flatMap { admit(task, attempt: attempt, isReplay: isReplay, network: $0) }
+        var refusal: APIError?
+        if let network { refusal = admit(task, attempt: attempt, isReplay: isReplay, network: network) }
         if let refusal, isMonitored { actions.append(.report(.failedUnsent(refusal))) }
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
@@ -99,7 +100,10 @@ extension SchedulingMachine {
             failure = error
             if !end.sent, end.isMonitored { actions.append(.report(.failedUnsent(error))) }
         }
-        let retryDelay = recordOutcome(of: task, failure: failure, retryDelay: retryDelay, end: end, into: &actions)
+        // Without a circuit breaker or a retry budget there is nothing to record (no call).
+        let retryDelay =
+            end.network == nil
+            ? retryDelay : recordOutcome(of: task, failure: failure, retryDelay: retryDelay, end: end, into: &actions)
         if isCurrent(task, attempt: attempt) {
             switch (failure, retryDelay) {
             case (let error?, let delay?):

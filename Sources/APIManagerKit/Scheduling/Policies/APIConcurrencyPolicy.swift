@@ -75,7 +75,7 @@ extension APIConcurrencyPolicy {
     /// A paced task's settings, read when it is sent: its debounce interval and its throttle
     /// interval (each a finite number of seconds, at least 0), and whether an early throttled task
     /// waits. Other tasks keep the defaults and read nothing. A policy added later with a setting of
-    /// its own reads it here, in ``init(of:policy:)``, so that the task's snapshot needs no change.
+    /// its own reads it here, in ``init(of:)``, so that the task's snapshot needs no change.
     struct Pacing {
         var debounceInterval: Double = 0.3
         var throttleInterval: Double = 1
@@ -89,12 +89,9 @@ extension APIConcurrencyPolicy {
             self.throttleWaits = throttleMode == .wait
         }
 
-        /// What a task sent under `policy` reads of `request`.
-        init(of request: some APIRequest, policy: APIConcurrencyPolicy) {
-            guard policy.isPaced else {
-                self.init()
-                return
-            }
+        /// What a paced task (``APIConcurrencyPolicy/isPaced``) reads of `request`; other tasks keep
+        /// the defaults, ``init()``, and read nothing.
+        init(of request: some APIRequest) {
             self.init(
                 debounceInterval: request.debounceInterval, throttleInterval: request.throttleInterval,
                 throttleMode: request.throttleMode)
