@@ -63,6 +63,27 @@ struct DelegateTests {
         #expect(api.delegate == nil)
     }
 
+    @Test func theBaseHooksFollowAReplacedOrReleasedDelegate() {
+        let h = Harness()
+        let api = BasketAPI(
+            engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
+        let first = BasketScreen()
+        var second: BasketScreen? = BasketScreen()
+        api.delegate = first
+        api.send(TestRequest("/ok"))
+        api.delegate = second
+        api.send(TestRequest("/ok"))
+        #expect(first.baseStarts == 1, "the replaced delegate hears nothing more")
+        #expect(second?.baseStarts == 1)
+        weak var released = second
+        second = nil
+        #expect(released == nil, "the engine holds the delegate weakly, as its base protocol too")
+        api.send(TestRequest("/ok"))
+        api.delegate = nil
+        api.send(TestRequest("/ok"))
+        #expect(first.baseStarts == 1)
+    }
+
     @Test func eventsArriveOnTheDeliveryQueueInOrder() {
         let h = Harness()
         let queue = DispatchQueue(label: "delegate")

@@ -60,7 +60,7 @@ extension APIManager {
     }
 
     private var baseDelegate: (any APIManagerDelegate)? {
-        engine.delegate(of: self) as? any APIManagerDelegate
+        engine.baseDelegate(of: self)
     }
 }
 

@@ -187,17 +187,20 @@ public final class APIEngine: @unchecked Sendable {
         state.withLock { ($0.machine.isCurrent(task, attempt: attempt), $0.monitor, $0.secretNames) }
     }
 
-    /// A manager and its delegate, both held weakly.
+    /// A manager and its delegate, both held weakly; the delegate also as an ``APIManagerDelegate``,
+    /// cast once when it is set (a cast per delivered event would look the conformance up each time:
+    /// about 400 instructions, three times per task).
     struct DelegateSlot {
         weak var manager: AnyObject?
         weak var delegate: AnyObject?
+        weak var base: (any APIManagerDelegate)?
     }
 
     /// The delegate of `manager` (set through ``APIManager/delegate``); each manager sharing this
     /// engine has its own.
     func delegate(of manager: AnyObject) -> AnyObject? {
         state.withLock { state in
-            // By index: copying a slot would copy its two weak references.
+            // By index: copying a slot would copy its weak references.
             for index in state.delegateSlots.indices where state.delegateSlots[index].manager === manager {
                 return state.delegateSlots[index].delegate
             }
@@ -205,10 +208,24 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
+    /// The delegate of `manager` as an ``APIManagerDelegate``, for the delegate hooks every manager
+    /// has; `nil` when it has none or it does not conform.
+    func baseDelegate(of manager: AnyObject) -> (any APIManagerDelegate)? {
+        state.withLock { state in
+            for index in state.delegateSlots.indices where state.delegateSlots[index].manager === manager {
+                return state.delegateSlots[index].base
+            }
+            return nil
+        }
+    }
+
     func setDelegate(_ delegate: AnyObject?, of manager: AnyObject) {
+        let base = delegate as? any APIManagerDelegate
         state.withLock { state in
             state.delegateSlots.removeAll { $0.manager == nil || $0.manager === manager }
-            if let delegate { state.delegateSlots.append(DelegateSlot(manager: manager, delegate: delegate)) }
+            if let delegate {
+                state.delegateSlots.append(DelegateSlot(manager: manager, delegate: delegate, base: base))
+            }
         }
     }
 

@@ -10,16 +10,12 @@ extension SchedulingMachine {
     ) -> Actions {
         var actions = Actions()
         if let cachedCopy { deliverCachedCopy(cachedCopy, of: task, attempt: attempt, into: &actions) }
-        var refusal: APIError?
-        if let network { refusal = admit(task, attempt: attempt, isReplay: isReplay, network: network) }
-        if let refusal, isMonitored { actions.append(.report(.failedUnsent(refusal))) }
+        if let network, let refusal = admit(task, attempt: attempt, isReplay: isReplay, network: network) {
+            refuse(task, attempt: attempt, with: refusal, isMonitored: isMonitored, into: &actions)
+            return actions
+        }
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
-            if let refusal {
-                task.record.lifecycle = .running(running)
-                end(task, with: .failure(refusal), into: &actions, attemptIsOver: true)
-                return actions
-            }
             running.progress = .starting  // a replay sends the attempt again
             task.record.lifecycle = .running(running)
             actions.append(.send(task, attempt: attempt))
@@ -31,10 +27,26 @@ extension SchedulingMachine {
             task.record.lifecycle = other
         }
         // Ended while its request was built: admitted, never sent, no answer to come.
-        if let network, refusal == nil {
-            resilience.abandon(origin: network.origin, task: task.identifier, now: network.now)
-        }
+        if let network { resilience.abandon(origin: network.origin, task: task.identifier, now: network.now) }
         return actions
+    }
+
+    /// The circuit refused the attempt whose request was built: the monitor is told, and the task,
+    /// if the attempt is still its current one, ends with the refusal; nothing is sent.
+    private mutating func refuse(
+        _ task: AnyAPITask, attempt: Int, with refusal: APIError, isMonitored: Bool, into actions: inout Actions
+    ) {
+        if isMonitored { actions.append(.report(.failedUnsent(refusal))) }
+        switch task.record.takeLifecycle() {
+        case .running(let running) where running.number == attempt:
+            task.record.lifecycle = .running(running)
+            end(task, with: .failure(refusal), into: &actions, attemptIsOver: true)
+        case .ended(var ending) where ending.abandonedAttempt == attempt:
+            ending.abandonedAttempt = nil
+            task.record.lifecycle = .ended(ending)
+        case let other:
+            task.record.lifecycle = other
+        }
     }
 
     /// An async step of the attempt started (an interceptor, a wait for a refresh): kept, to be
