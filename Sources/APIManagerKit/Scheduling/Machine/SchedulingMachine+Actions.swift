@@ -5,7 +5,7 @@ extension SchedulingMachine {
     enum Action: Equatable, CustomStringConvertible {
         /// Build the task's attempt and run it.
         case start(AnyAPITask, attempt: Int)
-        /// Hand the built request of the attempt to the transport (the answer to ``requestBuilt(_:attempt:)``).
+        /// Hand the built request of the attempt to the transport (the answer to ``requestBuilt(_:attempt:isReplay:cachedCopy:network:isMonitored:)``).
         case send(AnyAPITask, attempt: Int)
         /// Wait for the credential's refresh, then build the attempt again and send it (the answer
         /// to ``credentialRefused(_:attempt:)``).
@@ -17,10 +17,10 @@ extension SchedulingMachine {
         /// Schedule the task's deadline; report it with ``deadlineTimerSet(_:timer:)``.
         case scheduleDeadline(AnyAPITask, after: Double)
         /// Schedule the end of the task's wait in line (``APIConcurrencyPolicy/LineLimit/maxWait``); report it with
-        /// ``waitTimerSet(_:timer:into:)``.
+        /// ``waitTimerSet(_:timer:)``.
         case scheduleWaitLimit(AnyAPITask, after: Double)
         /// Schedule the end of a debounced or throttled task's quiet wait; report it with
-        /// ``waitTimerSet(_:timer:into:)``.
+        /// ``waitTimerSet(_:timer:)``.
         case scheduleQuietEnd(AnyAPITask, after: Double)
         /// Tell the async caller waiting for the task.
         case tell(AnyAPITask, AnyAPITask.Observation)
@@ -103,9 +103,9 @@ extension SchedulingMachine {
         /// release when dropped).
         private(set) var timersAndGrants: [Action] = []
         private(set) var starts = InlineList<(task: AnyAPITask, attempt: Int)>()
-        /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:into:)``).
+        /// The attempt that may go to the transport (the answer to ``SchedulingMachine/requestBuilt(_:attempt:isReplay:cachedCopy:network:isMonitored:)``).
         private(set) var send: (task: AnyAPITask, attempt: Int)?
-        /// The attempt that may be replayed (the answer to ``SchedulingMachine/credentialRefused(_:attempt:into:)``).
+        /// The attempt that may be replayed (the answer to ``SchedulingMachine/credentialRefused(_:attempt:)``).
         private(set) var replay: (task: AnyAPITask, attempt: Int)?
         /// Events were queued while no delivery was scheduled: their delivery is to be scheduled.
         var deliverEvents = false

@@ -53,7 +53,7 @@ extension SchedulingMachine {
     }
 
     /// The task's policy starts it: its first attempt begins, once it holds a slot of its group.
-    /// Without one free it waits for the group (``groupSlotGranted(_:into:)``).
+    /// Without one free it waits for the group (``groupSlotGranted(_:)``).
     mutating func admit(_ task: AnyAPITask, waitedAlready: Bool, into actions: inout Actions) {
         if let group = task.concurrencyGroup, !task.record.holdsGroupSlot {
             guard group.acquire(for: task) else {

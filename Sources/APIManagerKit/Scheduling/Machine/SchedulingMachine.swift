@@ -1,24 +1,23 @@
-/// The scheduling rules: concurrency policies, lines, retries, deadlines and cancellation, as a value
-/// whose events change it and return the actions to perform (``Action``, `Equatable`).
+/// The scheduling rules: concurrency policies, lines, retries, deadlines, cancellation, and the
+/// engine's circuit breaker and retry budget, as a value whose events change it and each return
+/// the actions to perform (``Actions``, of ``Action``s, `Equatable`).
 ///
-/// It calls out to nothing but the ``APIConcurrencyPolicy/Group`` of a task that has one, whose lock is a
-/// leaf (taken under the engine's, never the other way round); a slot the group hands to a task
-/// of another engine is an action (``Action/grantSlot(_:)``), performed after the lock is released.
+/// It calls out to nothing but the ``APIConcurrencyPolicy/Group`` of a task that has one and the
+/// ``SharedAnswer`` of a shared attempt, whose locks are leaves (taken under the engine's, never the
+/// other way round); a slot the group hands to a task of another engine is an action
+/// (``Action/grantSlot(_:)``), performed after the lock is released.
 ///
-/// Events: ``send(_:observed:into:)``, ``cancel(_:reason:into:)``, ``cancel(tasks:reason:into:)``,
-/// ``requestBuilt(_:attempt:into:)``, ``asyncStepStarted(_:for:attempt:into:)``,
-/// ``attemptSent(_:attempt:handle:into:)``, ``credentialRefused(_:attempt:into:)``,
-/// ``attemptEnded(_:attempt:outcome:source:retryDelay:into:)``,
-/// ``cachedResponse(_:attempt:response:terminal:into:)``, ``retryTimerSet(_:attempt:timer:into:)``,
-/// ``retryTimerFired(_:attempt:into:)``, ``deadlineTimerSet(_:timer:into:)``,
-/// ``deadlineFired(_:deadline:into:)`` and ``release(into:)``.
+/// Events, by file of this folder: a task sent, cancelled, the engine released (here); an attempt's
+/// steps, its request built (admitted by the circuit, `+Resilience`), sent, its credential refused,
+/// its progress, its end (`+Attempts`); timers set and firing (`+Timers`); a group's slot granted
+/// (`+Transitions`). What each policy does when a task is sent is one function in `+Policies`.
 ///
 /// The machine never calls out (no transport, clock, hook or delegate), so the engine calls it
 /// while holding its lock and performs the actions after unlocking, and tests drive it alone. It
-/// owns all scheduling state: the scopes and their lines, and each task's ``SchedulingRecord`` (its
-/// lifecycle, attempt and timers), which sits in the task for O(1) access but is written only here.
-/// Timers are set as actions and recorded by events, so no one else writes a task's state.
-/// Delivery bookkeeping is the ``EventOutbox``'s.
+/// owns all scheduling state: the scopes and their lines, each task's ``SchedulingRecord`` (its
+/// lifecycle, attempt and timers: stored in the task, read and written only here), the throttle's
+/// turns and the circuits and retry budgets per origin. Timers are set as actions and recorded by
+/// events, so no one else writes a task's state. Delivery bookkeeping is the ``EventOutbox``'s.
 struct SchedulingMachine {
     // The machine's state. Written only by the machine's own files (this folder); the events are
     // spread over them by concern: the policies (`+Policies`), an attempt's steps (`+Attempts`), the
