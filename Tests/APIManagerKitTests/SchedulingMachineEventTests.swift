@@ -34,6 +34,23 @@ struct SchedulingMachineEventTests {
         #expect(queued.phase == .waiting)
     }
 
+    @Test func aStoredCopyGivenWithTheBuiltRequestIsToldBeforeTheSendAndDroppedAfterTheEnd() {
+        var h = MachineHarness()
+        let task = AnyAPITask(identifier: 1, policy: .default, scope: "feed")
+        h.tasks.append(task)
+        h.run { $0.send(task, observed: true) }
+        let copy = AnyAPITask.BuiltResponse { _ in }
+        let actions = h.run { $0.requestBuilt(task, attempt: 1, cachedCopy: copy) }
+        #expect(Array(actions) == [.tell(task, .cached(copy)), .send(task, attempt: 1)])
+        #expect(h.events(of: task).contains("cached"))
+        let late = AnyAPITask(identifier: 2, policy: .default)
+        h.tasks.append(late)
+        h.run { $0.send(late, observed: true) }
+        h.run { $0.cancel(late, reason: .explicit) }
+        #expect(Array(h.run { $0.requestBuilt(late, attempt: 1, cachedCopy: copy) }) == [])
+        #expect(!h.events(of: late).contains("cached"), "a task that ended hears of no stored copy")
+    }
+
     @Test func aDeadlineIsScheduledWithTheSendAndRecordedWhenSet() {
         var h = MachineHarness()
         let task = AnyAPITask(identifier: 1, settings: .init(policy: .default, deadline: 5), engine: nil)
