@@ -10,7 +10,9 @@ Checked:
   (`taskIsWaiting(_:)`, `task(_:didReport:)`…);
 - the source folders: every folder of `Sources/APIManagerKit/` (subfolders included, the DocC
   catalog left out) has its row in CONTRIBUTING.md's "Where things live" table, named `Folder/`
-  (or `Parent/Folder/`), and the table names no folder that does not exist.
+  (or `Parent/Folder/`), and the table names no folder that does not exist;
+- the version: the latest release in CHANGELOG.md (`## [x.y.z] - date`), the README's install line
+  (`from: "x.y.z"`) and `APIEngine.DefaultHeaders.packageVersion` (the `User-Agent`) are the same.
 
 Usage: check-doc-counts.py
 """
@@ -106,6 +108,19 @@ for block in re.findall(r"```swift\n(.*?)```", request_doc, re.DOTALL):
     if block not in code_samples:
         errors.append("APIRequest.md: a Swift sample is not in CodeSamplesTests.swift word for word")
 
+# The version, as the changelog's latest release gives it.
+releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", open("CHANGELOG.md").read(), re.MULTILINE)
+install = re.findall(r'\.package\(url: "[^"]*APIManagerKit\.git", from: "([^"]+)"\)', open("README.md").read())
+agent = re.findall(r'public static let packageVersion = "([^"]+)"',
+                   open("Sources/APIManagerKit/Core/APIEngine+DefaultHeaders.swift").read())
+version = releases[0] if releases else None
+if version is None:
+    errors.append("CHANGELOG.md: no release heading `## [x.y.z] - yyyy-mm-dd`")
+elif install != [version]:
+    errors.append(f"README.md: the install line names {install}, the changelog's latest release is {version}")
+elif agent != [version]:
+    errors.append(f"APIEngine.DefaultHeaders.packageVersion is {agent}, the changelog's latest release is {version}")
+
 # The folders, as the library has them, against CONTRIBUTING's table.
 library = "Sources/APIManagerKit"
 folders = sorted(
@@ -131,5 +146,5 @@ if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
 print(
-    f"docs: {len(stories)} stories, {len(cases)} error cases, {len(hooks)} delegate hooks and {len(folders)} source"
+    f"docs: version {version}, {len(stories)} stories, {len(cases)} error cases, {len(hooks)} delegate hooks and {len(folders)} source"
     " folders documented")

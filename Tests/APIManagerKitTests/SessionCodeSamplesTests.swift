@@ -92,7 +92,7 @@ struct SessionCodeSamplesTests {
         headers["User-Agent"] = "Shop/2.1 APIManagerKit/\(APIEngine.DefaultHeaders.packageVersion)"
         headers["Accept-Language"] = nil  // removed
         let engine = APIEngine(defaultHeaders: headers)  // or .none: no default header at all
-        #expect(engine.defaultHeaders.fields == ["X-Api-Key": "k-123", "User-Agent": "Shop/2.1 APIManagerKit/0.1.0"])
+        #expect(engine.defaultHeaders.fields == ["X-Api-Key": "k-123", "User-Agent": "Shop/2.1 APIManagerKit/1.0.0"])
     }
 
     @Test func theSignerSignsEachAttemptAndRetriesATryAgainBody() async {

@@ -62,10 +62,10 @@ extension APIEngine {
         }()
 
         /// This package's version, as the default `User-Agent` gives it.
-        public static let packageVersion = "0.1.0"
+        public static let packageVersion = "1.0.0"
 
         /// `<program>/<version> APIManagerKit/<version> (<system> <version>)`, for example
-        /// `Shop/2.1 APIManagerKit/0.1.0 (Linux 6.1.0)`; the program's version is its bundle's short
+        /// `Shop/2.1 APIManagerKit/1.0.0 (Linux 6.1.0)`; the program's version is its bundle's short
         /// version, left out when it has none. Characters a product token cannot hold become `-`.
         public static let userAgent: String = {
             let info = Bundle.main.infoDictionary
