@@ -265,5 +265,6 @@ func describeKind(_ error: APIError) -> String {
     case .lineFull(let maxLength): return "lineFull(\(maxLength))"
     case .waitedTooLong(let maxWait): return "waitedTooLong(\(maxWait))"
     case .circuitOpen(let origin, let closesIn): return "circuitOpen(\(origin), \(closesIn))"
+    case .durableStore: return "durableStore"
     }
 }

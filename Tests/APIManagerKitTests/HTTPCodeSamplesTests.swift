@@ -116,6 +116,8 @@ func advice(for error: APIError) -> String? {
         return "Please sign in again."
     case .lineFull, .waitedTooLong, .circuitOpen(_, _):
         return "The service is busy; try again in a moment."
+    case .durableStore:
+        return "The change could not be saved on this device."
     @unknown default:
         return error.localizedDescription  // a kind added after this code was written
     }
@@ -231,5 +233,7 @@ struct HTTPCodeSamplesTests {
             advice(for: .circuitOpen(origin: "https://a.example", closesIn: 3))
                 == "The service is busy; try again in a moment.")
         #expect(advice(for: .transport(underlying: URLError(.timedOut))) == "Check your connection and try again.")
+        #expect(
+            advice(for: .durableStore(reason: "the disk is full")) == "The change could not be saved on this device.")
     }
 }

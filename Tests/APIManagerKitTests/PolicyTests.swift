@@ -209,7 +209,8 @@ struct PolicyTests {
 
     @Test(arguments: APIConcurrencyPolicy.allCases)
     func tasksOfDifferentScopesNeverInteract(policy: APIConcurrencyPolicy) {
-        let h = Harness()
+        let folder = TemporaryFolder()
+        let h = Harness(durableStore: APIEngine.DurableStore(directory: folder.url))
         let other = h.send(TestRequest("/held", .waitUntilDone, scope: "cart"))
         let task = h.send(TestRequest("/held", policy, scope: "search"))
         // A debounced task always waits its quiet interval first, whatever else is in flight.

@@ -43,6 +43,57 @@ struct TestRequest: APIRequest {
     }
 }
 
+/// What a durable task of a test request keeps on disk: its path, method, policy, scope and
+/// whether it declares an idempotency key (the settings the durable tests read back).
+extension TestRequest: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case path, method, policy, scope, idempotent
+    }
+
+    /// None: an `Encodable` request would otherwise send itself as its parameters.
+    var parameters: APIParameters { .none }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            try container.decode(String.self, forKey: .path),
+            try container.decode(String.self, forKey: .policy).policy(at: container.codingPath),
+            scope: try container.decodeIfPresent(String.self, forKey: .scope),
+            method: HTTPMethod(rawValue: try container.decode(String.self, forKey: .method)))
+        if try container.decode(Bool.self, forKey: .idempotent) { idempotencyKey = .standard }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(path, forKey: .path)
+        try container.encode(method.rawValue, forKey: .method)
+        try container.encode(concurrencyPolicy.rawValue, forKey: .policy)
+        try container.encodeIfPresent(concurrencyScope, forKey: .scope)
+        try container.encode(idempotencyKey != nil, forKey: .idempotent)
+    }
+}
+
+extension String {
+    fileprivate func policy(at path: [any CodingKey]) throws -> APIConcurrencyPolicy {
+        guard let policy = APIConcurrencyPolicy(rawValue: self) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "no policy \(self)"))
+        }
+        return policy
+    }
+}
+
+/// A folder of its own in the temporary directory, removed with everything in it when released.
+final class TemporaryFolder: @unchecked Sendable {
+    // @unchecked: one immutable URL.
+    let url: URL
+
+    init(_ name: String = "test") {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
 struct Echo: APIResponse, Decodable, Equatable {
     var value: String?
 }
@@ -118,6 +169,7 @@ func describe(_ error: APIError) -> String {
     case .lineFull(let maxLength): return "lineFull(\(maxLength))"
     case .waitedTooLong(let maxWait): return "waitedTooLong(\(maxWait))"
     case .circuitOpen(let origin, let closesIn): return "circuitOpen(\(origin), \(closesIn))"
+    case .durableStore(let reason, _): return "durableStore(\(reason))"
     }
 }
 
@@ -132,15 +184,21 @@ final class Harness: @unchecked Sendable {
     init(
         clock: TestClock = TestClock(), random: Double = 0.5, interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
-        defaultHeaders: APIEngine.DefaultHeaders = .standard
+        defaultHeaders: APIEngine.DefaultHeaders = .standard, durableStore: APIEngine.DurableStore? = nil
     ) {
         self.clock = clock
         transport = MockTransport(clock: clock)
-        manager = TestManager(
-            engine: APIEngine(
-                transport: transport, clock: clock, randomSource: FixedRandom(value: random), delivery: .inline,
-                execution: .inline, interceptors: interceptors, authentication: authentication,
-                defaultHeaders: defaultHeaders))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.randomSource = FixedRandom(value: random)
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.interceptors = interceptors
+        configuration.authentication = authentication
+        configuration.defaultHeaders = defaultHeaders
+        configuration.durableStore = durableStore
+        manager = TestManager(engine: APIEngine(configuration: configuration))
         manager.delegate = recorder
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
         transport.stub(nil, "/slow", MockTransport.Reply.json(#"{"value":"slow"}"#).after(1))

@@ -53,6 +53,12 @@ public enum APIError: Error, Sendable {
     /// repeated transient failures; the attempt failed at once and nothing was sent. The circuit lets
     /// a probe through in `closesIn` seconds (`0`: a probe is out now).
     case circuitOpen(origin: String, closesIn: TimeInterval)
+    /// A ``APIConcurrencyPolicy/durable`` task could not be kept on disk, so it was never sent (no
+    /// ``APIEngine/Configuration/durableStore``, a request that is not `Codable`, a full disk, its
+    /// scope open in another process); or a replayed record could not be sent again (damaged, or a
+    /// request that no longer decodes: ``APIEngine/DurableStore/SetAside``). `underlying` is the
+    /// file system's or the coder's error, when there is one. Never retried.
+    case durableStore(reason: String, underlying: (any Error)? = nil)
 
     /// Why a task was cancelled.
     public enum CancellationReason: String, Sendable, Hashable {
@@ -116,7 +122,7 @@ extension APIError {
         switch self {
         case .transport(let error), .decoding(let error, _), .rejected(let error, _): return error
         case .authenticationFailed(let error): return error
-        case .invalidRequest(_, let error): return error
+        case .invalidRequest(_, let error), .durableStore(_, let error): return error
         default: return nil
         }
     }
@@ -172,6 +178,10 @@ extension APIError: LocalizedError, CustomStringConvertible {
                 "The request was not sent: the circuit of \(origin) is open after repeated failures (a probe in \(closesIn) s)."
         case .waitedTooLong(let maxWait):
             return "The request was not sent: it waited in its line for \(maxWait) s, its limit, without starting."
+        case .durableStore(let reason, let error?):
+            return "The durable task was not kept on disk: \(reason) (\(error))."
+        case .durableStore(let reason, nil):
+            return "The durable task was not kept on disk: \(reason)."
         }
     }
 }

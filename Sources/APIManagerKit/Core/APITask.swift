@@ -121,25 +121,30 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         let download: APIDownload?
         let bodyStream: StreamBuffer?
         let addedHeaders: [String: String]?
+        /// A durable task's record (``APIConcurrencyPolicy/durable``); `nil` for the others.
+        let durableSlot: DurableSlot?
 
         /// `nil` when there is none of them (checked before anything is allocated).
         static func make(
             totalTimeout: TimeInterval?, idempotencyHeader: IdempotencyHeader?, credentialOrigins: [Origin]?,
-            reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?
+            reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?,
+            durableSlot: DurableSlot? = nil
         ) -> Extras? {
             guard
                 totalTimeout != nil || idempotencyHeader != nil || credentialOrigins != nil || reportsProgress
-                    || download != nil || bodyStream != nil || addedHeaders != nil
+                    || download != nil || bodyStream != nil || addedHeaders != nil || durableSlot != nil
             else { return nil }
             return Extras(
                 totalTimeout: totalTimeout, idempotencyHeader: idempotencyHeader, credentialOrigins: credentialOrigins,
-                reportsProgress: reportsProgress, download: download, bodyStream: bodyStream, addedHeaders: addedHeaders
-            )
+                reportsProgress: reportsProgress, download: download, bodyStream: bodyStream,
+                addedHeaders: addedHeaders,
+                durableSlot: durableSlot)
         }
 
         private init(
             totalTimeout: TimeInterval?, idempotencyHeader: IdempotencyHeader?, credentialOrigins: [Origin]?,
-            reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?
+            reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?,
+            durableSlot: DurableSlot?
         ) {
             self.totalTimeout = totalTimeout.map(APIRequestDefaults.clampedTimeout)
             self.idempotencyHeader = idempotencyHeader
@@ -149,6 +154,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
             self.download = download
             self.bodyStream = bodyStream
             self.addedHeaders = addedHeaders
+            self.durableSlot = durableSlot
         }
     }
 
@@ -174,6 +180,26 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// Headers every attempt carries besides the request's (a reconnected event stream's
     /// `Last-Event-ID`); `nil` for none.
     var addedHeaders: [String: String]? { extras?.addedHeaders }
+
+    /// A durable task's record (``APIConcurrencyPolicy/durable``); `nil` for the others.
+    var durableSlot: DurableSlot? { extras?.durableSlot }
+
+    /// Whether this task was restored from its durable line on this launch: sent by an earlier run
+    /// (or an earlier engine) that did not see it end, and sent again by
+    /// ``APIManager/replayDurableTasks(inScope:)`` or by the first durable task of its scope.
+    public var isRestored: Bool { extras?.durableSlot?.isRestored ?? false }
+
+    /// The request's type and its JSON, for a durable task's record; only a task that knows its
+    /// request (an ``APITask``) has them.
+    func durableDescription() throws(APIError) -> (type: String, json: Data) {
+        throw .durableStore(reason: "the task has no request to write")
+    }
+
+    /// The task a durable record describes, restored by this task's manager; only a manager's task
+    /// can make one.
+    func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
+        .failure(.durableStore(reason: "the record cannot be restored without a manager"))
+    }
 
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
@@ -318,24 +344,41 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     /// The request this task sends.
     public let request: Request
 
+    /// `restoring`: the durable record the task is restored from, whose idempotency key it sends.
     init(
         request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil
+        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil,
+        restoring record: DurableRecord? = nil
     ) {
         self.request = request
         super.init(
             identifier: 0,
             settings: Self.settings(
                 of: request, policy: policy ?? request.concurrencyPolicy, credentialOrigins: credentialOrigins,
-                bodyStream: bodyStream, addedHeaders: addedHeaders),
+                bodyStream: bodyStream, addedHeaders: addedHeaders, restoring: record),
             engine: engine)
+    }
+
+    override func durableDescription() throws(APIError) -> (type: String, json: Data) {
+        let type = String(reflecting: Request.self)
+        guard let encodable = request as? any Encodable else {
+            throw .durableStore(reason: "\(type) is not Encodable, so a durable task of it cannot be written")
+        }
+        guard Request.self is any Decodable.Type else {
+            throw .durableStore(reason: "\(type) is not Decodable, so a durable task of it could not be replayed")
+        }
+        do {
+            return (type, try JSONEncoder().encode(encodable))
+        } catch {
+            throw .durableStore(reason: "\(type) could not be encoded", underlying: error)
+        }
     }
 
     /// What the task keeps of its request (see ``AnyAPITask/Settings``); settings only some
     /// policies use are read only for them.
     private static func settings(
         of request: Request, policy: APIConcurrencyPolicy, credentialOrigins: [Origin]?, bodyStream: StreamBuffer?,
-        addedHeaders: [String: String]?
+        addedHeaders: [String: String]?, restoring record: DurableRecord?
     ) -> Settings {
         return Settings(
             policy: policy, scope: request.concurrencyScope, priority: request.priority,
@@ -351,6 +394,10 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             extras: Extras.make(
                 totalTimeout: request.totalTimeout,
                 idempotencyHeader: request.idempotencyKey.map { key in
+                    // A restored task sends the value its first run sent.
+                    if let value = record?.idempotencyKey {
+                        return IdempotencyHeader(name: key.headerName, value: value)
+                    }
                     // A request that sets the header itself sends its own value: the task reports it.
                     if let own = request.headers.first(where: {
                         $0.key.caseInsensitiveCompare(key.headerName) == .orderedSame
@@ -361,7 +408,8 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 },
                 credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
                 download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream,
-                addedHeaders: addedHeaders))
+                addedHeaders: addedHeaders,
+                durableSlot: policy == .durable ? DurableSlot(isRestored: record != nil) : nil))
     }
 }
 

@@ -22,7 +22,10 @@ enum OwnerOnlyFile {
     /// The prefix of the temporary files a write to `url` makes: `.tmp-NAME-`, then a UUID.
     static func temporaryPrefix(of url: URL) -> String { temporaryPrefix + url.lastPathComponent + "-" }
 
-    static func write(_ data: Data, to url: URL) throws(WriteError) {
+    /// `synchronized`: the file's bytes and then its name reach the disk before this returns
+    /// (`fsync` of the file before the `rename`, of its directory after), so that a power loss
+    /// leaves the old file or the new one, never a name without its bytes.
+    static func write(_ data: Data, to url: URL, synchronized: Bool = false) throws(WriteError) {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(temporaryPrefix(of: url) + UUID().uuidString).path
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
@@ -40,12 +43,23 @@ enum OwnerOnlyFile {
                 offset += written
             }
         }
+        if synchronized, failure == nil, fsync(descriptor) != 0 { failure = errno }
         if close(descriptor) != 0, failure == nil { failure = errno }
         if failure == nil, rename(temporary, url.path) != 0 { failure = errno }
         if let failure {
             unlink(temporary)
             throw WriteError(path: url.path, code: failure)
         }
+        if synchronized { try synchronizeDirectory(of: url) }
+    }
+
+    /// Makes the names in `url`'s directory (a file created, renamed or removed there) reach the disk.
+    static func synchronizeDirectory(of url: URL) throws(WriteError) {
+        let directory = url.deletingLastPathComponent().path
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw WriteError(path: directory, code: errno) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw WriteError(path: directory, code: errno) }
     }
 
     /// Removes the temporary files that writes killed before their `rename` left in `directory`

@@ -86,7 +86,7 @@ public struct APIRetryPolicy: Sendable, Hashable {
             guard let urlError = underlying as? URLError else { return false }
             return retryableURLErrorCodes.contains(urlError.code)
         case .cancelled, .ignored, .timedOut, .invalidRequest, .decoding, .rejected, .responseTooLarge,
-            .authenticationFailed, .lineFull, .waitedTooLong, .circuitOpen:
+            .authenticationFailed, .lineFull, .waitedTooLong, .circuitOpen, .durableStore:
             return false
         }
     }

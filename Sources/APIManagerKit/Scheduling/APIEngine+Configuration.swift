@@ -43,6 +43,9 @@ extension APIEngine {
         public var circuitBreaker: APIEngine.CircuitBreaker?
         /// Bounds retries to a fraction of requests. None unless set.
         public var retryBudget: APIEngine.RetryBudget?
+        /// Where the tasks of ``APIConcurrencyPolicy/durable`` lines are kept until they end. None unless
+        /// given: a durable task then ends at once with ``APIError/durableStore(reason:underlying:)``.
+        public var durableStore: APIEngine.DurableStore?
 
         /// The defaults: the same engine as `APIEngine()`.
         public init() {}
@@ -57,7 +60,7 @@ extension APIEngine {
             persistedHeaders: configuration.persistedHeaders, interceptors: configuration.interceptors,
             authentication: configuration.authentication, defaultHeaders: configuration.defaultHeaders,
             cookies: configuration.cookies, circuitBreaker: configuration.circuitBreaker,
-            retryBudget: configuration.retryBudget)
+            retryBudget: configuration.retryBudget, durableStore: configuration.durableStore)
     }
 
     /// What the engine was made with, its delivery as it is now (``APIEngine/delivery`` may have changed
@@ -78,6 +81,7 @@ extension APIEngine {
         configuration.cookies = cookies
         configuration.circuitBreaker = circuitBreaker
         configuration.retryBudget = retryBudget
+        configuration.durableStore = durableStore
         return configuration
     }
 }

@@ -55,6 +55,9 @@ public final class APIEngine: @unchecked Sendable {
     public let circuitBreaker: APIEngine.CircuitBreaker?
     /// Bounds retries to a fraction of requests (see ``APIEngine/RetryBudget``); `nil` for none.
     public let retryBudget: APIEngine.RetryBudget?
+    /// Where the tasks of ``APIConcurrencyPolicy/durable`` lines are kept until they end; none unless
+    /// the engine was made with one (``Configuration/durableStore``).
+    public let durableStore: APIEngine.DurableStore?
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
     /// The network attempts identical requests share (see ``APIConcurrencyPolicy/Sharing``).
@@ -99,7 +102,7 @@ public final class APIEngine: @unchecked Sendable {
     ///   - cookies: none unless given: no cookie is stored or sent (see ``APICookieStore``).
     ///   - circuitBreaker: none unless given (see ``APIEngine/CircuitBreaker``).
     ///   - retryBudget: none unless given (see ``APIEngine/RetryBudget``).
-    public init(
+    public convenience init(
         transport: any APITransport = URLSessionTransport.shared,
         clock: any APIClock = DispatchClock(),
         randomSource: any APIRetryPolicy.RandomSource = APIRetryPolicy.SystemRandomSource(),
@@ -114,6 +117,23 @@ public final class APIEngine: @unchecked Sendable {
         circuitBreaker: APIEngine.CircuitBreaker? = nil,
         retryBudget: APIEngine.RetryBudget? = nil
     ) {
+        self.init(
+            transport: transport, clock: clock, randomSource: randomSource, delivery: delivery, execution: execution,
+            cache: cache, persistedHeaders: persistedHeaders, interceptors: interceptors,
+            authentication: authentication, defaultHeaders: defaultHeaders, cookies: cookies,
+            circuitBreaker: circuitBreaker, retryBudget: retryBudget, durableStore: nil)
+    }
+
+    /// Every setting, the durable store included (given only through ``Configuration``).
+    init(
+        transport: any APITransport, clock: any APIClock, randomSource: any APIRetryPolicy.RandomSource,
+        delivery: APIEngine.Delivery, execution: APIEngine.Execution, cache: APIResponseCache?,
+        persistedHeaders: APIAuthentication.PersistedHeaders?, interceptors: [any APIInterceptor],
+        authentication: APIAuthentication?, defaultHeaders: APIEngine.DefaultHeaders, cookies: APICookieStore?,
+        circuitBreaker: APIEngine.CircuitBreaker?, retryBudget: APIEngine.RetryBudget?,
+        durableStore: APIEngine.DurableStore?
+    ) {
+        self.durableStore = durableStore
         self.cookies = cookies
         self.interceptors = interceptors
         self.adapters = interceptors.compactMap { $0 as? any APIRequestAdapter }
@@ -256,6 +276,7 @@ public final class APIEngine: @unchecked Sendable {
     /// being submitted) ends it. `observed` says an async caller waits for it; its observer is
     /// registered before, so it never misses the end.
     func submit(_ task: AnyAPITask, observed: Bool = false) {
+        if task.concurrencyPolicy == .durable { return submitDurably(task, observed: observed) }
         let now = task.concurrencyPolicy.readsClockWhenSent ? clock.now : 0
         transition { $0.send(task, observed: observed, now: now) }
     }
@@ -283,7 +304,7 @@ public final class APIEngine: @unchecked Sendable {
     static func mayRetry(_ error: APIError) -> Bool {
         switch error {
         case .cancelled, .ignored, .timedOut, .decoding, .responseTooLarge, .authenticationFailed, .lineFull,
-            .waitedTooLong, .circuitOpen:
+            .waitedTooLong, .circuitOpen, .durableStore:
             return false
         case .transport, .invalidRequest, .unacceptableStatus, .rejected: return true
         }

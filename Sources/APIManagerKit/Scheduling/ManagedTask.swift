@@ -22,12 +22,42 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
 
     init(
         manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
-        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil
+        addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil,
+        restoring record: DurableRecord? = nil
     ) {
         self.manager = manager
         super.init(
             request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
-            addedHeaders: addedHeaders, policy: policy)
+            addedHeaders: addedHeaders, policy: policy, restoring: record)
+    }
+
+    override func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
+        guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
+        return Self.restore(record, for: manager)
+    }
+
+    /// The task `record` describes, its request decoded as the manager's.
+    static func restore(_ record: DurableRecord, for manager: Manager) -> Result<AnyAPITask, APIError> {
+        guard let decodable = Manager.Request.self as? any Decodable.Type else {
+            return .failure(
+                .durableStore(
+                    reason: "\(String(reflecting: Manager.Request.self)) is not Decodable, so the record cannot be read"
+                ))
+        }
+        let request: Manager.Request
+        do {
+            guard let decoded = try JSONDecoder().decode(decodable, from: record.request) as? Manager.Request else {
+                throw APIError.durableStore(reason: "the record did not decode as the manager's request type")
+            }
+            request = decoded
+        } catch {
+            return .failure(
+                .durableStore(
+                    reason: "the record of a \(record.requestType) no longer decodes as "
+                        + "\(String(reflecting: Manager.Request.self))",
+                    underlying: error))
+        }
+        return .success(ManagedTask(manager: manager, request: request, policy: .durable, restoring: record))
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {
@@ -67,6 +97,13 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func deliver(_ event: Event) {
+        if let durableSlot {
+            switch event {
+            case .finished: durableSlot.taskEnded(with: nil)
+            case .failed(let error): durableSlot.taskEnded(with: error)
+            case .waiting, .started, .progress, .willRetry, .cachedResponse: break
+            }
+        }
         if let progressStreams {
             switch event {
             case .progress(let progress): progressStreams.yield(progress)
@@ -101,6 +138,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func observerFailed(_ error: APIError) {
+        durableSlot?.taskEnded(with: error)
         observer?(.ended(.failure(error), nil, nil))
     }
 
@@ -112,7 +150,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .managerCachedCopy: manager?.task(self, didReceiveCachedResponse: response)
         case .managerFinished: manager?.task(self, didFinishWith: response)
         case .observerCachedCopy: observer?(.cached(response))
-        case .observerEnded(let source): observer?(.ended(.success(response), source, raw))
+        case .observerEnded(let source):
+            durableSlot?.taskEnded(with: nil)
+            observer?(.ended(.success(response), source, raw))
         }
     }
 }

@@ -15,7 +15,7 @@ extension SchedulingMachine {
         switch policy {
         case .default: startDirectly(task, in: scope, into: &actions)
         case .cancelOthers: cancelOthers(for: task, in: scope, into: &actions)
-        case .waitUntilDone: waitUntilDone(task, in: scope, into: &actions)
+        case .waitUntilDone, .durable: waitUntilDone(task, in: scope, into: &actions)
         case .waitUntilDoneHighPriority: waitUntilDoneHighPriority(task, in: scope, into: &actions)
         case .conflate: conflate(task, in: scope, into: &actions)
         case .limited: limited(task, in: scope, into: &actions)

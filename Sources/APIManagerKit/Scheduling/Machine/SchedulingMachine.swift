@@ -119,6 +119,20 @@ struct SchedulingMachine {
         return actions
     }
 
+    /// A task is sent that cannot be (a durable task that could not be written): it gets its
+    /// identifier as any sent task does, then ends at once with `error`, in no scope and never started.
+    mutating func sendRefused(_ task: AnyAPITask, observed: Bool, error: APIError) -> Actions {
+        var actions = Actions()
+        guard case .created = task.record.lifecycle else { return actions }
+        task.record.isObserved = observed
+        nextSequence += 1
+        task.record.sequence = nextSequence
+        task.identifier = nextSequence
+        task.record.lifecycle = .waiting(timer: nil)
+        end(task, with: .failure(error), into: &actions)
+        return actions
+    }
+
     /// One task is cancelled: it ends at once (or, not yet sent, when it is).
     mutating func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason) -> Actions {
         var actions = Actions()

@@ -39,6 +39,15 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// ``APIRequest/throttleMode`` is ``APIConcurrencyPolicy/ThrottleMode/ignore``, ends at once as ignored. At most one
     /// refresh per interval.
     case throttle
+    /// Waits and starts as ``waitUntilDone`` does (FIFO in its scope, never overlapping), and is kept
+    /// on disk from the moment it is sent until it ends, so that a task the process did not see end
+    /// is sent again, in order and with the same idempotency key, when the app next opens the scope
+    /// (``APIEngine/DurableStore``, ``APIManager/replayDurableTasks(inScope:)``). Needs the engine's
+    /// ``APIEngine/Configuration/durableStore`` and an `Encodable` and `Decodable` request (and
+    /// should declare an ``APIRequest/idempotencyKey``); otherwise the task ends at once with
+    /// ``APIError/durableStore(reason:underlying:)``, never sent. A cart edited offline, sent when the
+    /// app comes back.
+    case durable
 }
 
 extension APIConcurrencyPolicy {
@@ -57,7 +66,7 @@ extension APIConcurrencyPolicy {
     /// Whether a task may wait in its scope's line, so that its ``APIRequest/lineLimit`` is read.
     var mayWaitInLine: Bool {
         switch self {
-        case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited: return true
+        case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited, .durable: return true
         case .default, .cancelOthers, .ignoreCurrent, .debounce, .throttle: return false
         }
     }

@@ -1,0 +1,204 @@
+import Foundation
+
+extension APIEngine {
+    /// Where an engine keeps the tasks of its ``APIConcurrencyPolicy/durable`` lines until they end,
+    /// so that a task the process did not see end (the app was killed, the device restarted) is
+    /// sent again, in its line's order and with the same idempotency key, the next time the app
+    /// opens the line.
+    ///
+    /// ```swift
+    /// let store = APIEngine.DurableStore(directory: applicationSupport.appendingPathComponent("cart-line"))
+    /// var configuration = APIEngine.Configuration()
+    /// configuration.durableStore = store
+    /// let engine = APIEngine(configuration: configuration)
+    /// ```
+    ///
+    /// Each scope (``APIRequest/concurrencyScope``) has a folder of its own in `directory`, opened
+    /// the first time this process sends a durable task into the scope or replays it
+    /// (``APIManager/replayDurableTasks(inScope:)``), and held until the store is released: a
+    /// second store (in this process or another) that opens the same scope is refused with
+    /// ``APIError/durableStore(reason:underlying:)``. Opening a scope replays what it holds before
+    /// the task that opened it, so a line's old tasks always go before its new ones.
+    ///
+    /// A task is written before it is sent (its record: its place in the line, its idempotency key
+    /// and its request as its `Encodable` conformance writes it, checksummed, in a file only the
+    /// user may read, written whole and `fsync`ed before its name appears) and removed just before
+    /// the app is told how it ended, whatever the outcome; a task whose engine or manager was
+    /// released before it ended stays, to be replayed. A task that cannot be written (a full disk, a
+    /// request that is not `Encodable`) ends at once with ``APIError/durableStore(reason:underlying:)``
+    /// and is never sent. Nothing else pays for the store: other policies never touch it.
+    public final class DurableStore: Sendable {
+        /// The folder the scopes' folders go in; made (owner-only) when a scope is first opened.
+        public let directory: URL
+        /// Writes a record's bytes: whole, owner-only and `fsync`ed (a seam for tests of a full disk).
+        private let write: @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
+        /// The scopes this store has opened, by scope.
+        private let scopes = LockedState([ScopeKey: DurableScopeFolder]())
+
+        private struct ScopeKey: Hashable {
+            let scope: String?
+        }
+
+        /// A store keeping its scopes' folders in `directory`.
+        public init(directory: URL) {
+            self.directory = directory
+            self.write = { data, url throws(OwnerOnlyFile.WriteError) in
+                try OwnerOnlyFile.write(data, to: url, synchronized: true)
+            }
+        }
+
+        /// A store whose records are written by `write` (tests: a full disk).
+        init(directory: URL, write: @escaping @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void) {
+            self.directory = directory
+            self.write = write
+        }
+
+        /// A record a replay could not send again, moved aside (never deleted) into its scope's
+        /// `set-aside` folder.
+        public struct SetAside: Sendable, CustomStringConvertible {
+            /// The scope whose line it was in.
+            public let scope: String?
+            /// Where the record now is.
+            public let file: URL
+            /// Why it could not be replayed: ``APIError/durableStore(reason:underlying:)`` for a damaged
+            /// record or a request that no longer decodes (the app's request type changed).
+            public let error: APIError
+
+            public var description: String { "\(file.lastPathComponent): \(error)" }
+        }
+
+        /// What ``APIManager/replayDurableTasks(inScope:)`` sent again.
+        public struct Replay<Request: APIRequest>: Sendable {
+            /// The tasks sent again, in their line's order (each ``AnyAPITask/isRestored``). They end as
+            /// any task does, through the manager's forwarding methods and so its delegate.
+            public let tasks: [APITask<Request>]
+            /// The records that could not be sent again, in their line's order; the line went on
+            /// without them.
+            public let setAside: [SetAside]
+        }
+
+        // MARK: Sending and ending (the engine's side)
+
+        /// Opens `task`'s scope (replaying what it held, first), writes the task and hands both to
+        /// `send`, in order, while no other task of the store can be written: `send` applies the
+        /// policy under the engine's lock and returns what to perform, performed after this returns.
+        /// Returns the replayed tasks and set-aside records, and the error the task fails with when
+        /// it could not be written (`nil` when it was).
+        func write(
+            _ task: AnyAPITask, send: (AnyAPITask) -> Void
+        ) -> (restored: [AnyAPITask], setAside: [SetAside], refusal: APIError?) {
+            scopes.withLock { scopes in
+                let folder: DurableScopeFolder
+                var restored: [AnyAPITask] = []
+                var setAside: [SetAside] = []
+                do throws(APIError) {
+                    (folder, restored, setAside) = try open(task.concurrencyScope, in: &scopes, restoringWith: task)
+                } catch {
+                    return ([], [], error)
+                }
+                for replayed in restored { send(replayed) }
+                do throws(APIError) {
+                    let (type, json) = try task.durableDescription()
+                    let sequence = try folder.append(
+                        idempotencyKey: task.idempotencyKey, requestType: type, request: json)
+                    task.durableSlot?.fill(
+                        DurableSlot.Entry(store: self, scope: task.concurrencyScope, sequence: sequence))
+                } catch {
+                    return (restored, setAside, error)
+                }
+                send(task)
+                return (restored, setAside, nil)
+            }
+        }
+
+        /// Opens `scope` for a replay without a new task: `template` knows the manager's types.
+        func replay(
+            _ scope: String?, restoringWith template: AnyAPITask, send: (AnyAPITask) -> Void
+        ) throws(APIError) -> (restored: [AnyAPITask], setAside: [SetAside]) {
+            try scopes.withLock { scopes -> Result<([AnyAPITask], [SetAside]), APIError> in
+                do throws(APIError) {
+                    let (_, restored, setAside) = try open(scope, in: &scopes, restoringWith: template)
+                    for replayed in restored { send(replayed) }
+                    return .success((restored, setAside))
+                } catch {
+                    return .failure(error)
+                }
+            }.get()
+        }
+
+        /// The folder of `scope`, opened if this store had not yet: then the tasks its records
+        /// describe, made by `template` (its manager decodes them), and the records set aside.
+        private func open(
+            _ scope: String?, in scopes: inout [ScopeKey: DurableScopeFolder], restoringWith template: AnyAPITask
+        ) throws(APIError) -> (DurableScopeFolder, [AnyAPITask], [SetAside]) {
+            if let folder = scopes[ScopeKey(scope: scope)] { return (folder, [], []) }
+            let folder = try DurableScopeFolder(scope: scope, in: directory, write: write)
+            scopes[ScopeKey(scope: scope)] = folder
+            var restored: [AnyAPITask] = []
+            var setAside: [SetAside] = []
+            for sequence in folder.pendingSequences() {
+                let made = folder.read(sequence).flatMap { record in
+                    template.restoredTask(from: record).map { ($0, record) }
+                }
+                switch made {
+                case .success(let (task, _)):
+                    task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: sequence))
+                    restored.append(task)
+                case .failure(let error):
+                    setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
+                }
+            }
+            return (folder, restored, setAside)
+        }
+
+        /// The task of record `sequence` ended: its record goes.
+        func remove(_ sequence: UInt64, scope: String?) {
+            scopes.withLock { scopes in scopes[ScopeKey(scope: scope)]?.remove(sequence) }
+        }
+
+        /// The records of `scope` set aside by replays, this run's and earlier ones', oldest first.
+        public func setAsideFiles(inScope scope: String?) -> [URL] {
+            let folder = directory.appendingPathComponent(DurableScopeFolder.folderName(of: scope))
+                .appendingPathComponent("set-aside")
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            return names.filter { DurableScopeFolder.sequence(ofFileNamed: $0) != nil }.sorted()
+                .map { folder.appendingPathComponent($0) }
+        }
+    }
+}
+
+/// A durable task's record, from the moment it is written until the task ends: taken once, by the
+/// first of the async caller's and the delegate's terminal events, which removes the record (or,
+/// for a task whose manager or engine went away, keeps it for the next launch).
+final class DurableSlot: Sendable {
+    struct Entry {
+        let store: APIEngine.DurableStore
+        let scope: String?
+        let sequence: UInt64
+    }
+
+    private let entry = LockedState<Entry?>(nil)
+    /// Whether the task was restored from its record (see ``AnyAPITask/isRestored``).
+    let isRestored: Bool
+
+    init(isRestored: Bool) {
+        self.isRestored = isRestored
+    }
+
+    func fill(_ entry: Entry) {
+        self.entry.withLock { $0 = entry }
+    }
+
+    /// The task ended with `outcome` (`nil`: a response): its record goes, unless the task ended
+    /// because its manager or engine was released. Only the first call does anything.
+    func taskEnded(with error: APIError?) {
+        guard
+            let entry = entry.withLock({ entry -> Entry? in
+                defer { entry = nil }
+                return entry
+            })
+        else { return }
+        if case .cancelled(reason: .managerReleased)? = error { return }
+        entry.store.remove(entry.sequence, scope: entry.scope)
+    }
+}

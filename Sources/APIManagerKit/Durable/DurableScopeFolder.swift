@@ -1,0 +1,172 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The folder of one durable scope (see ``APIEngine/DurableStore``): a record file per pending task,
+/// named by its sequence (`00000000000000000042.task`), a `lock` file this process holds while the
+/// folder is open, and `set-aside/`, where records that could not be replayed are moved (never
+/// deleted).
+///
+/// Not thread-safe: its store calls it under the store's lock. Only its owner may read it: the
+/// folders are `0700`, the files `0600`.
+final class DurableScopeFolder {
+    let url: URL
+    /// Where records that could not be replayed go.
+    let setAsideURL: URL
+    /// The open `lock` file, locked (`flock`, exclusive) for as long as this folder is open.
+    private let lockDescriptor: Int32
+    /// The sequence the next record gets.
+    private(set) var nextSequence: UInt64
+    /// Writes a record's bytes (a seam for tests of a full disk).
+    private let write: @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
+
+    static let recordSuffix = ".task"
+
+    /// Opens the folder of `scope` in `directory`, creating it as needed, and locks it.
+    ///
+    /// - Throws: ``APIError/durableStore(reason:underlying:)`` when the folder cannot be made or
+    ///   opened, or another process (or another store of this one) has it open.
+    init(
+        scope: String?, in directory: URL,
+        write: @escaping @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
+    ) throws(APIError) {
+        url = directory.appendingPathComponent(Self.folderName(of: scope), isDirectory: true)
+        setAsideURL = url.appendingPathComponent("set-aside", isDirectory: true)
+        self.write = write
+        for folder in [directory, url, setAsideURL] {
+            do {
+                try FileManager.default.createDirectory(
+                    at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw .durableStore(reason: "the folder \(folder.path) cannot be made", underlying: error)
+            }
+        }
+        let lockPath = url.appendingPathComponent("lock").path
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw .durableStore(
+                reason: "the lock file \(lockPath) cannot be opened", underlying: POSIXError.from(errno))
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw .durableStore(
+                reason: "the durable scope \(Self.describe(scope)) is open elsewhere (another process, or another "
+                    + "store on \(directory.path)); one store at a time may own a scope",
+                underlying: POSIXError.from(code))
+        }
+        lockDescriptor = descriptor
+        OwnerOnlyFile.removeLeftovers(in: url)
+        let highest = (Self.sequences(in: url) + Self.sequences(in: setAsideURL)).max() ?? 0
+        nextSequence = highest + 1
+    }
+
+    deinit {
+        flock(lockDescriptor, LOCK_UN)
+        close(lockDescriptor)
+    }
+
+    /// The folder's name for a scope: readable, and safe whatever the scope's characters (a hash
+    /// tells apart scopes whose readable parts are the same).
+    static func folderName(of scope: String?) -> String {
+        guard let scope else { return "unscoped" }
+        let readable = String(
+            scope.unicodeScalars.prefix(40).map { scalar -> Character in
+                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_"
+                    ? Character(scalar) : "_"
+            })
+        var hash = SHA256()
+        hash.update(Array(scope.utf8))
+        return "scope-\(readable)-\(SHA256.hex(hash.finalize().prefix(8)))"
+    }
+
+    static func describe(_ scope: String?) -> String { scope.map { "\"\($0)\"" } ?? "(no scope)" }
+
+    /// The sequences of the records in `folder`, unordered.
+    private static func sequences(in folder: URL) -> [UInt64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.compactMap(sequence(ofFileNamed:))
+    }
+
+    static func sequence(ofFileNamed name: String) -> UInt64? {
+        guard name.hasSuffix(recordSuffix) else { return nil }
+        let digits = name.dropLast(recordSuffix.count)
+        guard digits.count == 20, digits.allSatisfy(\.isASCII) else { return nil }
+        return UInt64(digits)
+    }
+
+    func fileURL(of sequence: UInt64) -> URL {
+        url.appendingPathComponent(Self.fileName(of: sequence))
+    }
+
+    private static func fileName(of sequence: UInt64) -> String {
+        let digits = String(sequence)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + recordSuffix
+    }
+
+    /// The pending records' sequences, in the order they replay.
+    func pendingSequences() -> [UInt64] {
+        Self.sequences(in: url).sorted()
+    }
+
+    /// Reads the record `sequence` back, whole or not at all.
+    func read(_ sequence: UInt64) -> Result<DurableRecord, APIError> {
+        let file = fileURL(of: sequence)
+        guard let bytes = OwnerOnlyFile.read(file) else {
+            return .failure(
+                .durableStore(reason: "the record \(file.path) cannot be read (not a regular file of ours)"))
+        }
+        do {
+            return .success(try DurableRecord(bytes: bytes))
+        } catch {
+            return .failure(.durableStore(reason: "the record \(file.path) is damaged: \(error)", underlying: error))
+        }
+    }
+
+    /// Writes a new record with the next sequence, its bytes and name on disk before it returns.
+    func append(idempotencyKey: String?, requestType: String, request: Data) throws(APIError) -> UInt64 {
+        let sequence = nextSequence
+        let record = DurableRecord(
+            sequence: sequence, idempotencyKey: idempotencyKey, requestType: requestType, request: request)
+        let file = fileURL(of: sequence)
+        do {
+            try write(record.bytes, file)
+        } catch {
+            throw .durableStore(
+                reason: "the task could not be written to \(file.path) (\(String(cString: strerror(error.code))))",
+                underlying: POSIXError.from(error.code))
+        }
+        nextSequence += 1
+        return sequence
+    }
+
+    /// Removes a record (its task ended). A record already gone is not an error.
+    func remove(_ sequence: UInt64) {
+        let file = fileURL(of: sequence)
+        if unlink(file.path) == 0 { try? OwnerOnlyFile.synchronizeDirectory(of: file) }
+    }
+
+    /// Moves a record that cannot be replayed into `set-aside/`, under the same name; returns where
+    /// it now is (or where it was, if it could not be moved).
+    func setAside(_ sequence: UInt64) -> URL {
+        let from = fileURL(of: sequence)
+        let to = setAsideURL.appendingPathComponent(from.lastPathComponent)
+        guard rename(from.path, to.path) == 0 else { return from }
+        try? OwnerOnlyFile.synchronizeDirectory(of: to)
+        try? OwnerOnlyFile.synchronizeDirectory(of: from)
+        return to
+    }
+}
+
+extension POSIXError {
+    /// The error for an `errno` value (`EIO` for one Foundation does not know).
+    static func from(_ code: Int32) -> POSIXError {
+        POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+    }
+}
