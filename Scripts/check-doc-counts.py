@@ -11,6 +11,8 @@ Checked:
 - the source folders: every folder of `Sources/APIManagerKit/` (subfolders included, the DocC
   catalog left out) has its row in CONTRIBUTING.md's "Where things live" table, named `Folder/`
   (or `Parent/Folder/`), and the table names no folder that does not exist;
+- the Swift samples of `APIRequest.md` and `OfflineAndRelaunch.md`: each is in its test file
+  (`CodeSamplesTests.swift`, `DurableCodeSamplesTests.swift`) word for word;
 - the version: the latest release in CHANGELOG.md (`## [x.y.z] - date`), the README's install line
   (`from: "x.y.z"`) and `APIEngine.DefaultHeaders.packageVersion` (the `User-Agent`) are the same.
 
@@ -101,12 +103,13 @@ for case in cases:
     if not re.search(r"\." + case + r"\b", compiled):
         errors.append(f"HTTPCodeSamplesTests.swift: the switch over every error kind lacks `.{case}`")
 
-# The sample of APIRequest's documentation is compiled and run, word for word, in CodeSamplesTests.
-request_doc = open("Sources/APIManagerKit/APIManagerKit.docc/APIRequest.md").read()
-code_samples = open("Tests/APIManagerKitTests/CodeSamplesTests.swift").read()
-for block in re.findall(r"```swift\n(.*?)```", request_doc, re.DOTALL):
-    if block not in code_samples:
-        errors.append("APIRequest.md: a Swift sample is not in CodeSamplesTests.swift word for word")
+# The samples of these articles are compiled and run, word for word, by their tests.
+for article, tests in [("APIRequest.md", "CodeSamplesTests.swift"), ("OfflineAndRelaunch.md", "DurableCodeSamplesTests.swift")]:
+    doc = open(f"Sources/APIManagerKit/APIManagerKit.docc/{article}").read()
+    code_samples = open(f"Tests/APIManagerKitTests/{tests}").read()
+    for block in re.findall(r"```swift\n(.*?)```", doc, re.DOTALL):
+        if block not in code_samples:
+            errors.append(f"{article}: a Swift sample is not in {tests} word for word")
 
 # The version, as the changelog's latest release gives it.
 releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", open("CHANGELOG.md").read(), re.MULTILINE)

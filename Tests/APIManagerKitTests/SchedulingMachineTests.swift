@@ -177,6 +177,10 @@ struct SchedulingMachineTests {
         #expect(h.events(of: task) == ["waiting", "started 1"], "starts when the running task has ended")
         (h, task) = Self.outcome(of: .limited, when: .running, scope: scope)
         #expect(h.events(of: task) == ["started 1"], "one runs, fewer than its limit of 4: starts alongside")
+        (h, task) = Self.outcome(of: .durable, when: .running, scope: scope)
+        #expect(h.events(of: task) == ["waiting"])
+        h.finish(h.tasks[0])
+        #expect(h.events(of: task) == ["waiting", "started 1"], "durable: starts when the running task has ended")
     }
 
     @Test(arguments: [nil, "s"] as [String?])
@@ -210,6 +214,13 @@ struct SchedulingMachineTests {
 
         (h, task) = Self.outcome(of: .limited, when: .runningAndLine, scope: scope)
         #expect(h.machine.inFlightTasks == [h.tasks[0], h.tasks[1], task], "joins the line: someone waits")
+
+        (h, task) = Self.outcome(of: .durable, when: .runningAndLine, scope: scope)
+        #expect(h.machine.inFlightTasks == [h.tasks[0], h.tasks[1], task], "durable: joins the end of the line")
+        h.finish(h.tasks[0])
+        #expect(h.events(of: task) == ["waiting"], "and waits for the line's head")
+        h.finish(h.tasks[1])
+        #expect(h.events(of: task) == ["waiting", "started 1"])
     }
 
     @Test func theHeadStartsOnlyWhenEveryTaskSentBeforeItHasEnded() {

@@ -4,6 +4,9 @@
 /// engine), narrowed further by ``APIRequest/concurrencyScope``: tasks whose scopes differ never
 /// interact. A task is *in flight* while it is waiting to start, running an attempt, or waiting for
 /// a retry. <doc:ConcurrencyPolicies> has the full table of interactions.
+///
+/// A minor release may add a policy (the CHANGELOG says so when it does): a `switch` over every
+/// policy ends with `@unknown default:`, as one over ``APIError`` does.
 public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// Starts at once, alongside anything else.
     case `default`
