@@ -39,6 +39,12 @@ let package = Package(
             dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
             path: "Sources/WorkQueue"
         ),
+        // What a durable line costs: a task written and removed, and a replay of 10,000 (Benchmarks/README.md).
+        .executableTarget(
+            name: "DurableCost",
+            dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
+            path: "Sources/DurableCost"
+        ),
         // Instructions per task of the scheduler with and without interceptors, an authentication
         // and default headers (count with valgrind --tool=callgrind; see Benchmarks/README.md).
         .executableTarget(

@@ -13,6 +13,10 @@ extension APIEngine {
     /// let engine = APIEngine(configuration: configuration)
     /// ```
     ///
+    /// A replay decodes each record with the request's `Decodable` conformance while the store holds
+    /// its lock (so that no task of the scope is written meanwhile): the conformance must not send a
+    /// request through this store. The `Encodable` side runs before the lock is taken.
+    ///
     /// Each scope (``APIRequest/concurrencyScope``) has a folder of its own in `directory`, opened
     /// the first time this process sends a durable task into the scope or replays it
     /// (``APIManager/replayDurableTasks(inScope:)``), and held until the store is released: a
@@ -87,7 +91,9 @@ extension APIEngine {
         func write(
             _ task: AnyAPITask, send: (AnyAPITask) -> Void
         ) -> (restored: [AnyAPITask], setAside: [SetAside], refusal: APIError?) {
-            scopes.withLock { scopes in
+            // The request's `Encodable` conformance is user code: it runs before the lock is taken.
+            let description = Result { () throws(APIError) in try task.durableDescription() }
+            return scopes.withLock { scopes in
                 let folder: DurableScopeFolder
                 var restored: [AnyAPITask] = []
                 var setAside: [SetAside] = []
@@ -98,7 +104,7 @@ extension APIEngine {
                 }
                 for replayed in restored { send(replayed) }
                 do throws(APIError) {
-                    let (type, json) = try task.durableDescription()
+                    let (type, json) = try description.get()
                     let sequence = try folder.append(
                         idempotencyKey: task.idempotencyKey, requestType: type, request: json)
                     task.durableSlot?.fill(
