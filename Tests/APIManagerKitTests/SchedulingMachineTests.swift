@@ -7,7 +7,7 @@ import Testing
 
 extension AnyAPITask {
     /// The lifecycle's stage, without its payload, for tests.
-    enum Phase { case created, waiting, running, waitingForRetry, ended }
+    enum Phase { case created, waiting, running, waitingForRetry, waitingForConnectivity, ended }
 
     var phase: Phase {
         switch record.lifecycle {
@@ -15,6 +15,7 @@ extension AnyAPITask {
         case .waiting: return .waiting
         case .running: return .running
         case .waitingForRetry: return .waitingForRetry
+        case .waitingForConnectivity: return .waitingForConnectivity
         case .ended: return .ended
         }
     }

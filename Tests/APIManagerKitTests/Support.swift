@@ -29,6 +29,7 @@ struct TestRequest: APIRequest {
     var cachePartition: String?
     var cachesAuthenticatedResponses = false
     var idempotencyKey: APIIdempotencyKey?
+    var connectivityWait: TimeInterval?
 
     init(
         _ path: String, _ policy: APIConcurrencyPolicy = .default, scope: String? = nil, method: HTTPMethod = .get,
@@ -184,7 +185,8 @@ final class Harness: @unchecked Sendable {
     init(
         clock: TestClock = TestClock(), random: Double = 0.5, interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
-        defaultHeaders: APIEngine.DefaultHeaders = .standard, durableStore: APIEngine.DurableStore? = nil
+        defaultHeaders: APIEngine.DefaultHeaders = .standard, durableStore: APIEngine.DurableStore? = nil,
+        connectivity: MockTransport.Connectivity? = nil
     ) {
         self.clock = clock
         transport = MockTransport(clock: clock)
@@ -198,6 +200,7 @@ final class Harness: @unchecked Sendable {
         configuration.authentication = authentication
         configuration.defaultHeaders = defaultHeaders
         configuration.durableStore = durableStore
+        configuration.connectivity = connectivity
         manager = TestManager(engine: APIEngine(configuration: configuration))
         manager.delegate = recorder
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))

@@ -133,6 +133,14 @@ public protocol APIRequest: Sendable {
     /// whatever the method, unless the request sets the header itself. `nil` (no header) unless
     /// overridden; ``APIIdempotencyKey/standard`` is `Idempotency-Key` with a random UUID.
     var idempotencyKey: APIIdempotencyKey? { get }
+    /// How long, in seconds, a task waits for the network when it finds the device offline, instead
+    /// of failing: sent while the engine knows it is offline, or whose attempt fails for want of a
+    /// network (``APIEngine/isOfflineError(_:)``), it waits, holding its place in its scope, without
+    /// spending a retry, and starts again when the network returns (``APIEngine/Connectivity``);
+    /// past this long it ends with the error that found it offline (`0`: at once). `nil` unless
+    /// overridden: a ``APIConcurrencyPolicy/durable`` task then waits as long as it takes, any other
+    /// never waits.
+    var connectivityWait: TimeInterval? { get }
 
     /// Adjusts the final `URLRequest`: the last step of
     /// ``makeURLRequest()``. Does nothing unless implemented. An error thrown here fails the attempt
@@ -174,6 +182,7 @@ extension APIRequest {
     public var download: APIDownload? { nil }
     public func configure(_ urlRequest: inout URLRequest) throws {}
     public var idempotencyKey: APIIdempotencyKey? { nil }
+    public var connectivityWait: TimeInterval? { nil }
 }
 
 extension APIRequest where Self: Encodable {

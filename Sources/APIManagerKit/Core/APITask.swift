@@ -123,28 +123,31 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         let addedHeaders: [String: String]?
         /// A durable task's record (``APIConcurrencyPolicy/durable``); `nil` for the others.
         let durableSlot: DurableSlot?
+        /// How long the task waits for the network (``APIRequest/connectivityWait``); `nil` for none.
+        let connectivityWait: Double?
 
         /// `nil` when there is none of them (checked before anything is allocated).
         static func make(
             totalTimeout: TimeInterval?, idempotencyHeader: IdempotencyHeader?, credentialOrigins: [Origin]?,
             reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?,
-            durableSlot: DurableSlot? = nil
+            durableSlot: DurableSlot? = nil, connectivityWait: Double? = nil
         ) -> Extras? {
             guard
                 totalTimeout != nil || idempotencyHeader != nil || credentialOrigins != nil || reportsProgress
                     || download != nil || bodyStream != nil || addedHeaders != nil || durableSlot != nil
+                    || connectivityWait != nil
             else { return nil }
             return Extras(
                 totalTimeout: totalTimeout, idempotencyHeader: idempotencyHeader, credentialOrigins: credentialOrigins,
                 reportsProgress: reportsProgress, download: download, bodyStream: bodyStream,
                 addedHeaders: addedHeaders,
-                durableSlot: durableSlot)
+                durableSlot: durableSlot, connectivityWait: connectivityWait)
         }
 
         private init(
             totalTimeout: TimeInterval?, idempotencyHeader: IdempotencyHeader?, credentialOrigins: [Origin]?,
             reportsProgress: Bool, download: APIDownload?, bodyStream: StreamBuffer?, addedHeaders: [String: String]?,
-            durableSlot: DurableSlot?
+            durableSlot: DurableSlot?, connectivityWait: Double?
         ) {
             self.totalTimeout = totalTimeout.map(APIRequestDefaults.clampedTimeout)
             self.idempotencyHeader = idempotencyHeader
@@ -155,6 +158,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
             self.bodyStream = bodyStream
             self.addedHeaders = addedHeaders
             self.durableSlot = durableSlot
+            self.connectivityWait = connectivityWait.map { $0.isNaN ? 0 : max(0, $0) }
         }
     }
 
@@ -183,6 +187,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// A durable task's record (``APIConcurrencyPolicy/durable``); `nil` for the others.
     var durableSlot: DurableSlot? { extras?.durableSlot }
+    /// How long the task waits for the network, at least 0 (``APIRequest/connectivityWait``); `nil`
+    /// when it does not.
+    var connectivityWait: Double? { extras?.connectivityWait }
 
     /// Whether this task was restored from its durable line on this launch: sent by an earlier run
     /// (or an earlier engine) that did not see it end, and sent again by
@@ -409,7 +416,8 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
                 download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream,
                 addedHeaders: addedHeaders,
-                durableSlot: policy == .durable ? DurableSlot(isRestored: record != nil) : nil))
+                durableSlot: policy == .durable ? DurableSlot(isRestored: record != nil) : nil,
+                connectivityWait: request.connectivityWait ?? (policy == .durable ? .infinity : nil)))
     }
 }
 

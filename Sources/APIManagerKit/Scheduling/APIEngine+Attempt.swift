@@ -129,13 +129,19 @@ extension APIEngine {
     private func fail(_ attempt: Attempt, with error: APIError, requestedRetry: TimeInterval? = nil) {
         let task = attempt.task
         let number = attempt.number
+        // A task that waits for the network waits after an offline failure: no retry is spent.
+        if task.connectivityWait != nil, Self.isOfflineError(error) {
+            transition(reportingTo: attempt) { $0.attemptFoundOffline(task, attempt: number, error: error) }
+            return
+        }
         var retryDelay: TimeInterval?
         if !attempt.mayRetry {
             retryDelay = nil
         } else if let requestedRetry {
             retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
-        } else if Self.mayRetry(error), isCurrent(task, attempt: number),
-            let delay = task.retryDelay(afterAttempt: number, error: error), delay.isFinite
+        } else if Self.mayRetry(error),
+            let counted = countedAttempt(of: task, attempt: number),
+            let delay = task.retryDelay(afterAttempt: counted, error: error), delay.isFinite
         {
             // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
             retryDelay = max(0, delay)
@@ -178,5 +184,11 @@ extension APIEngine {
 
     func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
         state.withLock { $0.machine.isCurrent(task, attempt: attempt) }
+    }
+
+    /// The attempt's number as the task's retry policy counts it (attempts that found the network
+    /// unreachable left out); `nil` unless it is the task's current attempt.
+    private func countedAttempt(of task: AnyAPITask, attempt: Int) -> Int? {
+        state.withLock { $0.machine.countedAttempt(of: task, attempt: attempt) }
     }
 }

@@ -46,6 +46,10 @@ extension APIEngine {
         /// Where the tasks of ``APIConcurrencyPolicy/durable`` lines are kept until they end. None unless
         /// given: a durable task then ends at once with ``APIError/durableStore(reason:underlying:)``.
         public var durableStore: APIEngine.DurableStore?
+        /// What tells the engine whether the network is reachable, for the tasks that wait for it
+        /// (``APIRequest/connectivityWait``). None unless given: failures alone tell it (see
+        /// ``APIEngine/Connectivity``).
+        public var connectivity: (any APIEngine.Connectivity)?
 
         /// The defaults: the same engine as `APIEngine()`.
         public init() {}
@@ -60,7 +64,8 @@ extension APIEngine {
             persistedHeaders: configuration.persistedHeaders, interceptors: configuration.interceptors,
             authentication: configuration.authentication, defaultHeaders: configuration.defaultHeaders,
             cookies: configuration.cookies, circuitBreaker: configuration.circuitBreaker,
-            retryBudget: configuration.retryBudget, durableStore: configuration.durableStore)
+            retryBudget: configuration.retryBudget, durableStore: configuration.durableStore,
+            connectivity: configuration.connectivity)
     }
 
     /// What the engine was made with, its delivery as it is now (``APIEngine/delivery`` may have changed
@@ -82,6 +87,7 @@ extension APIEngine {
         configuration.circuitBreaker = circuitBreaker
         configuration.retryBudget = retryBudget
         configuration.durableStore = durableStore
+        configuration.connectivity = connectivity
         return configuration
     }
 }

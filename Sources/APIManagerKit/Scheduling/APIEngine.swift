@@ -58,6 +58,9 @@ public final class APIEngine: @unchecked Sendable {
     /// Where the tasks of ``APIConcurrencyPolicy/durable`` lines are kept until they end; none unless
     /// the engine was made with one (``Configuration/durableStore``).
     public let durableStore: APIEngine.DurableStore?
+    /// What tells the engine whether the network is reachable (see ``Connectivity``); none unless the
+    /// engine was made with one (``Configuration/connectivity``): then failures alone tell it.
+    public let connectivity: (any APIEngine.Connectivity)?
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
     /// The network attempts identical requests share (see ``APIConcurrencyPolicy/Sharing``).
@@ -121,7 +124,7 @@ public final class APIEngine: @unchecked Sendable {
             transport: transport, clock: clock, randomSource: randomSource, delivery: delivery, execution: execution,
             cache: cache, persistedHeaders: persistedHeaders, interceptors: interceptors,
             authentication: authentication, defaultHeaders: defaultHeaders, cookies: cookies,
-            circuitBreaker: circuitBreaker, retryBudget: retryBudget, durableStore: nil)
+            circuitBreaker: circuitBreaker, retryBudget: retryBudget, durableStore: nil, connectivity: nil)
     }
 
     /// Every setting, the durable store included (given only through ``Configuration``).
@@ -131,9 +134,10 @@ public final class APIEngine: @unchecked Sendable {
         persistedHeaders: APIAuthentication.PersistedHeaders?, interceptors: [any APIInterceptor],
         authentication: APIAuthentication?, defaultHeaders: APIEngine.DefaultHeaders, cookies: APICookieStore?,
         circuitBreaker: APIEngine.CircuitBreaker?, retryBudget: APIEngine.RetryBudget?,
-        durableStore: APIEngine.DurableStore?
+        durableStore: APIEngine.DurableStore?, connectivity: (any APIEngine.Connectivity)?
     ) {
         self.durableStore = durableStore
+        self.connectivity = connectivity
         self.cookies = cookies
         self.interceptors = interceptors
         self.adapters = interceptors.compactMap { $0 as? any APIRequestAdapter }
@@ -155,6 +159,7 @@ public final class APIEngine: @unchecked Sendable {
             ))
         self.cache = cache
         self.persistedHeaders = persistedHeaders
+        connectivity?.start { [weak self] isReachable in self?.connectivityChanged(isReachable: isReachable) }
     }
 
     deinit {

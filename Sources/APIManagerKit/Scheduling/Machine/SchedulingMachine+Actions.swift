@@ -19,6 +19,9 @@ extension SchedulingMachine {
         /// Schedule the end of the task's wait in line (``APIConcurrencyPolicy/LineLimit/maxWait``); report it with
         /// ``waitTimerSet(_:timer:)``.
         case scheduleWaitLimit(AnyAPITask, after: Double)
+        /// Lets the tasks waiting for the network try again after this long, the engine having found
+        /// itself offline by a failure (``SchedulingMachine/probeFired()``).
+        case scheduleProbe(after: Double)
         /// Schedule the end of a debounced or throttled task's quiet wait; report it with
         /// ``waitTimerSet(_:timer:)``.
         case scheduleQuietEnd(AnyAPITask, after: Double)
@@ -50,6 +53,8 @@ extension SchedulingMachine {
                 return a === b
             case (.report(let a), .report(let b)):
                 return a == b
+            case (.scheduleProbe(let a), .scheduleProbe(let b)):
+                return a == b
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
             default:
@@ -71,6 +76,7 @@ extension SchedulingMachine {
                 return "scheduleWaitLimit(\(task.identifier), after: \(wait))"
             case .scheduleQuietEnd(let task, let wait):
                 return "scheduleQuietEnd(\(task.identifier), after: \(wait))"
+            case .scheduleProbe(let delay): return "scheduleProbe(after: \(delay))"
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
             case .grantSlot(let task): return "grantSlot(\(task.identifier))"
             case .report(let report): return "report(\(report))"
@@ -117,8 +123,8 @@ extension SchedulingMachine {
             case .send(let task, let attempt): send = (task, attempt)
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
-            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .grantSlot, .report,
-                .restFlight:
+            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .scheduleProbe, .grantSlot,
+                .report, .restFlight:
                 timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
             }

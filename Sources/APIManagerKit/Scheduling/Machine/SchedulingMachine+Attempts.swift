@@ -112,6 +112,10 @@ extension SchedulingMachine {
             failure = error
             if !end.sent, end.isMonitored { actions.append(.report(.failedUnsent(error))) }
         }
+        if end.sent, failure?.response != nil || failure == nil {
+            networkAnswered(into: &actions)
+            if case .none = task.record.connectivity {} else { taskReachedNetwork(task, into: &actions) }
+        }
         // Without a circuit breaker or a retry budget there is nothing to record (no call).
         let retryDelay =
             end.network == nil

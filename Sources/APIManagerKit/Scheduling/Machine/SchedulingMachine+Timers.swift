@@ -26,6 +26,8 @@ extension SchedulingMachine {
         var actions = Actions()
         if case .waiting(nil) = task.record.lifecycle {
             task.record.lifecycle = .waiting(timer: timer)
+        } else if case .limitScheduled = task.record.connectivity {
+            task.record.connectivity = .limitSet(timer)
         } else {
             actions.append(.cancel(Handle(timer)))
         }
@@ -35,6 +37,15 @@ extension SchedulingMachine {
     /// The task's wait limit passed: still waiting, it leaves the line and ends; nothing was sent.
     mutating func waitLimitFired(_ task: AnyAPITask, maxWait: Double) -> Actions {
         var actions = Actions()
+        if case .limitSet = task.record.connectivity {
+            // Its wait for the network passed: waiting, it ends with what found it offline; trying
+            // (a probe), it ends if that attempt finds the network gone again.
+            task.record.connectivity = .limitPassed
+            if case .waitingForConnectivity(let error) = task.record.lifecycle {
+                end(task, with: .failure(error ?? APIEngine.offlineError), into: &actions)
+            }
+            return actions
+        }
         guard case .waiting = task.record.lifecycle, task.record.membership != .none else { return actions }
         task.record.lifecycle = .waiting(timer: nil)  // it fired
         end(task, with: .failure(.waitedTooLong(maxWait: maxWait)), into: &actions)
@@ -75,7 +86,7 @@ extension SchedulingMachine {
         var actions = Actions()
         switch task.record.lifecycle {
         case .created, .ended: return actions
-        case .waiting, .running, .waitingForRetry: break
+        case .waiting, .running, .waitingForRetry, .waitingForConnectivity: break
         }
         task.record.deadlineTimer = nil  // it fired
         let attempts = task.record.attemptCount

@@ -82,6 +82,11 @@ extension SchedulingMachine {
 
     mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {
         if case .waiting(let timer?) = task.record.lifecycle { actions.append(.cancel(Handle(timer))) }
+        // Offline, a task that waits for the network waits before it begins an attempt.
+        if connectivity.isOffline, task.connectivityWait != nil {
+            waitForConnectivity(task, error: nil, into: &actions)
+            return
+        }
         task.record.attemptCount += 1
         let attempt = task.record.attemptCount
         task.record.lifecycle = .running(SchedulingRecord.RunningAttempt(number: attempt))
@@ -125,9 +130,11 @@ extension SchedulingMachine {
             for work in running.work { actions.append(.cancel(Handle(work))) }
         case .waitingForRetry(_, let timer?), .waiting(let timer?):
             actions.append(.cancel(Handle(timer)))
-        case .created, .waiting, .waitingForRetry:
+        case .created, .waiting, .waitingForRetry, .waitingForConnectivity:
             break
         }
+        if case .limitSet(let timer) = task.record.connectivity { actions.append(.cancel(Handle(timer))) }
+        task.record.connectivity = .none
         if let timer = task.record.deadlineTimer {
             actions.append(.cancel(Handle(timer)))
             task.record.deadlineTimer = nil

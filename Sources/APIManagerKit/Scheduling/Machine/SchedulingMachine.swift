@@ -30,6 +30,8 @@ struct SchedulingMachine {
     var outbox = EventOutbox()
     /// The engine's circuit breaker and retry budget, per origin (`SchedulingMachine+Resilience.swift`).
     var resilience: Resilience
+    /// Whether the network is reachable, as the engine knows it (`SchedulingMachine+Connectivity.swift`).
+    var connectivity = ConnectivityState()
 
     init(circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil) {
         resilience = Resilience(breaker: circuitBreaker, budget: retryBudget)
@@ -72,7 +74,7 @@ struct SchedulingMachine {
     /// writes. Called under the engine's lock.
     static func state(of task: AnyAPITask) -> AnyAPITask.State {
         switch task.record.lifecycle {
-        case .created, .waiting: return .waiting
+        case .created, .waiting, .waitingForConnectivity: return .waiting
         case .running: return .running
         case .waitingForRetry: return .waitingForRetry
         case .ended(let ending):
@@ -141,7 +143,7 @@ struct SchedulingMachine {
             task.record.lifecycle = .created(cancelledBeforeSend: reason)
         case .created, .ended:
             break
-        case .waiting, .running, .waitingForRetry:
+        case .waiting, .running, .waitingForRetry, .waitingForConnectivity:
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
         }
         return actions

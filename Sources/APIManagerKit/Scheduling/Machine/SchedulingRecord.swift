@@ -17,6 +17,10 @@ struct SchedulingRecord {
         case running(RunningAttempt)
         /// An attempt failed; the next one starts when the timer (once set) fires.
         case waitingForRetry(attempt: Int, timer: (any APICancellable)?)
+        /// The engine is offline and the task waits for the network (``APIRequest/connectivityWait``),
+        /// holding its place; with the error of the attempt that found it offline (`nil`: it found out
+        /// before it began one).
+        case waitingForConnectivity(error: APIError?)
         case ended(Ending)
     }
 
@@ -53,6 +57,23 @@ struct SchedulingRecord {
     var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
     /// The number of attempts started; the current (or last) attempt's number.
     var attemptCount = 0
+    /// The attempts that ended for want of a network while the task waits for one: they are not
+    /// counted when its retry policy decides (``SchedulingMachine/countedAttempt(of:attempt:)``).
+    var offlineAttempts = 0
+    /// The limit of the task's wait for the network (``APIRequest/connectivityWait``): scheduled when
+    /// it first waits, kept across the probes' attempts, cancelled when an attempt reaches a server.
+    var connectivity = ConnectivityWait.none
+
+    /// Where a task's wait for the network stands.
+    enum ConnectivityWait {
+        /// Not waiting, or with no limit.
+        case none
+        /// The limit's timer is being set.
+        case limitScheduled
+        case limitSet(any APICancellable)
+        /// The limit passed while a probe's attempt ran: found offline again, the task ends.
+        case limitPassed
+    }
     /// The order in which the engine accepted the task.
     var sequence: UInt64 = 0
     var deadlineTimer: (any APICancellable)?
