@@ -46,7 +46,8 @@ final class Timeline: APIManagerDelegate, @unchecked Sendable {
     }
 
     func log(_ task: AnyAPITask, _ what: String) {
-        let label = (task as? APITask<StoryRequest>)?.request.label ?? "?"
+        let label =
+            (task as? APITask<StoryRequest>)?.request.label ?? (task as? APITask<CartEdit>)?.request.label ?? "?"
         write("#\(task.identifier)", label, what)
     }
 
@@ -258,7 +259,7 @@ struct Story: Sendable {
 
     static let all: [Story] = [
         cart, search, refresh, detail, flaky, cache, session, profile, typeAhead, gallery, autosave, sharedProfile,
-        outage, photoUpload, resumedDownload, liveFeed,
+        outage, photoUpload, resumedDownload, liveFeed, offline,
     ]
 
     static let cart = Story(

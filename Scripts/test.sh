@@ -82,7 +82,14 @@ expect_lines "$playground_output" \
     "   1.100s  #1  report.bin         ends: 206" \
     "report.bin         4.0 MiB on disk after 2 attempts, the second asked for the rest only" \
     "feed               tick #5: event 5" \
-    "feed               5 events, each once; the stream ended with a 204"
+    "feed               5 events, each once; the stream ended with a 204" \
+    "   0.000s  #1  add tea            waits for the network" \
+    "   0.500s      app                killed: 3 edits left on disk, none sent" \
+    "   1.000s      app                relaunched: 3 edits restored, in order" \
+    "   2.000s  #1  add tea            starts" \
+    "   2.200s  #2  add cake           starts" \
+    "   2.400s  #3  remove tea         starts" \
+    "cart               3 of 3 edits sent, one attempt each, in order, with their first run's idempotency keys; 0 left on disk"
 echo "== Playground against the real server (--base-url)"
 # Every story's key lines in a live run ($1: the output, $2: the transport it names).
 expect_live_stories() {
@@ -114,7 +121,10 @@ expect_live_stories() {
         "report.bin         4.0 MiB on disk after 2 attempts, the second asked for the rest only" \
         "feed               fails: the connection dropped" \
         "feed               tick #5: event 5 / line two" \
-        "feed               5 events, each once; the stream ended with a 204"
+        "feed               5 events, each once; the stream ended with a 204" \
+        "app                killed: 3 edits left on disk, none sent" \
+        "app                relaunched: 3 edits restored, in order" \
+        "cart               3 of 3 edits sent, one attempt each, in order, with their first run's idempotency keys; 0 left on disk"
 }
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"
