@@ -17,6 +17,12 @@ let package = Package(
             dependencies: ["APIManagerKit", "APIManagerKitTesting"],
             path: "Playground"
         ),
+        // The process the durable line's integration test kills at each step and starts again.
+        .executableTarget(
+            name: "DurableLineChild",
+            dependencies: ["APIManagerKit"],
+            path: "Tests/DurableLineChild"
+        ),
         .testTarget(
             name: "APIManagerKitTests",
             dependencies: ["APIManagerKit", "APIManagerKitTesting"]

@@ -8,6 +8,7 @@ echo "== Formatting: swift format lint (configuration in .swift-format)"
 swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Benchmarks/Sources Package.swift \
     Fuzz/Sources Fuzz/Package.swift Transports/AsyncHTTPClient/Sources Transports/AsyncHTTPClient/Package.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/TransportUnderTest.swift \
+    Transports/AsyncHTTPClient/DurableLineChild/ChildTransport.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/LifecycleTests.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/CodeSamplesTests.swift \
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/DecidedDifferencesTests.swift \
@@ -133,6 +134,9 @@ if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1
 fi
+
+echo "== The durable line's child process (killed and started again by DurableLineIntegrationTests)"
+swift build --product DurableLineChild
 
 echo "== Benchmarks: build only, so they keep compiling (run them as Benchmarks/README.md says)"
 swift build --package-path Benchmarks

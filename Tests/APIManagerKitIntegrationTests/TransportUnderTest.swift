@@ -9,6 +9,8 @@ import FoundationNetworking
 enum TransportUnderTest {
     typealias Transport = URLSessionTransport
     static let name = "URLSessionTransport"
+    /// The durable line's child process on this transport (`Tests/DurableLineChild`).
+    static let durableLineChild = "DurableLineChild"
 
     /// Whether a compressed body refused at the limit stays within the limit's memory. Not on
     /// Linux: libcurl inflates the whole body and FoundationNetworking queues every chunk for the

@@ -8,6 +8,7 @@ import io
 import json
 import threading
 import time
+import urllib.parse
 
 from httpbin import app as httpbin_app
 
@@ -23,6 +24,9 @@ _file_log = {}
 _file_cut_done = set()
 # Per realm: the requests /fixture/sse-empty-id has answered.
 _sse_empty_id = {}
+# Per group: every /fixture/mutation request that arrived, and the mutations applied (once per key).
+_mutation_arrivals = {}
+_mutations_applied = {}
 
 
 def _pattern(start, count):
@@ -207,6 +211,30 @@ def fixture(environ, start_response):
         with _lock:
             _track_log.append({"group": arg, "name": query.get("name", ""), "start": started, "end": ended})
         return _json(start_response, "200 OK", {"name": query.get("name", "")})
+
+    if route == "mutation":
+        # A mutation of a group, applied once per Idempotency-Key when it arrives (a request with a
+        # key already seen is answered without applying it again, as a server honouring the header
+        # does); every arrival is recorded. `hold=S` keeps the answer S seconds after applying, so
+        # that a client can be killed while it waits.
+        key = environ.get("HTTP_IDEMPOTENCY_KEY", "")
+        # The name and hold come in the query or, for a form POST, in the body.
+        form = {k: v[-1] for k, v in urllib.parse.parse_qs(_read_body(environ).decode("utf-8", "replace")).items()}
+        query = dict(form, **query)
+        name = query.get("name", "")
+        with _lock:
+            _mutation_arrivals.setdefault(arg, []).append({"name": name, "key": key})
+            applied = _mutations_applied.setdefault(arg, [])
+            repeat = bool(key) and any(entry["key"] == key for entry in applied)
+            if not repeat:
+                applied.append({"name": name, "key": key})
+        time.sleep(float(query.get("hold", "0")))
+        return _json(start_response, "200 OK", {"name": name, "repeat": repeat})
+
+    if route == "mutation-log":
+        with _lock:
+            return _json(start_response, "200 OK", {"arrivals": list(_mutation_arrivals.get(arg, [])),
+                                                    "applied": list(_mutations_applied.get(arg, []))})
 
     if route == "track-log":
         with _lock:

@@ -48,6 +48,16 @@ let package = Package(
             path: "Playground",
             exclude: ["Shared/LiveTransports.swift"]
         ),
+        // The durable line's child process (Tests/DurableLineChild, linked as `Shared`) on
+        // AsyncHTTPClientTransport, for the shared integration suite's SIGKILL test.
+        .executableTarget(
+            name: "DurableLineChildAHC",
+            dependencies: [
+                "APIManagerKitAsyncHTTPClient", .product(name: "APIManagerKit", package: "APIManagerKit"),
+            ],
+            path: "DurableLineChild",
+            exclude: ["Shared/ChildTransport.swift"]
+        ),
         // Benchmarks/Sources/HTTPBenchmark (linked as `Shared`) with the `ahc`, `managerAHC` and
         // `openapi` clients added; Scripts/benchmark-http.sh --instructions-ahc runs it.
         .executableTarget(

@@ -6,6 +6,9 @@ import APIManagerKitAsyncHTTPClient
 enum TransportUnderTest {
     typealias Transport = AsyncHTTPClientTransport
     static let name = "AsyncHTTPClientTransport"
+    /// The durable line's child process on this transport (`DurableLineChild/`, the main package's
+    /// `Tests/DurableLineChild` with this package's transport).
+    static let durableLineChild = "DurableLineChildAHC"
 
     /// Whether a compressed body refused at the limit stays within the limit's memory.
     static let boundsCompressedBodyMemory = true
