@@ -44,7 +44,7 @@ struct DurableLineIntegrationTests {
     /// Runs the child to its end (or its own SIGKILL); `killWhen` is polled while it runs, and kills
     /// it when it says so. Returns how it ended: its exit status, or the signal that killed it.
     func run(
-        _ arguments: [String], hold: String? = nil, killWhen: (() async -> Bool)? = nil
+        _ arguments: [String], hold: String? = nil, output: Pipe? = nil, killWhen: (() async -> Bool)? = nil
     ) async throws -> Process.TerminationReason {
         let process = Process()
         process.executableURL = try #require(
@@ -53,7 +53,7 @@ struct DurableLineIntegrationTests {
         var environment = ProcessInfo.processInfo.environment
         if let hold { environment["DURABLE_CHILD_HOLD"] = hold }
         process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output ?? FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(60)
         while process.isRunning, Date() < deadline {
@@ -107,5 +107,28 @@ struct DurableLineIntegrationTests {
             (try? FileManager.default.subpathsOfDirectory(atPath: store.path))?
             .filter { $0.hasSuffix(".task") } ?? []
         #expect(left.isEmpty, "no record is left: \(left)")
+    }
+
+    @Test func aSecondProcessOpeningTheSameLineIsRefusedWithAClearErrorAndSendsNothing() async throws {
+        let group = "two-processes-\(UUID().uuidString)"
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("durable-child-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: store) }
+        let base = Server.url.absoluteString
+        // The first process holds the line while the server holds its mutation.
+        async let first = run([base, store.path, group, "one", "none"], hold: "one")
+        var arrived = false
+        for _ in 0..<500 where !arrived {
+            arrived = (try? await log(of: group).arrivals.contains { $0.name == "one" }) ?? false
+            if !arrived { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        #expect(arrived)
+        let output = Pipe()
+        let second = try await run([base, store.path, group, "two", "none"], output: output)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(second == .exit)
+        #expect(printed.contains("is open elsewhere"), "\(printed)")
+        #expect(try await first == .exit)
+        let log = try await log(of: group)
+        #expect(log.applied.map(\.name) == ["one"], "the second process sent nothing")
     }
 }

@@ -11,6 +11,7 @@
 //            (the test kills it mid-send itself, while the server holds the edit: `hold` below)
 //     HOLD   (environment DURABLE_CHILD_HOLD=NAME) the server holds NAME's answer 3 s
 import APIManagerKit
+import Dispatch
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -75,6 +76,21 @@ final class Mutations: APIManager {
     init(engine: APIEngine) { self.engine = engine }
 }
 
+/// Holds every request back until the run has written all its edits, so that what was written does
+/// not depend on how fast the server answers the first.
+enum Gate {
+    static let opened = DispatchSemaphore(value: 0)
+
+    static func open() {
+        for _ in 0..<64 { opened.signal() }
+    }
+
+    static func pass() {
+        opened.wait()
+        opened.signal()
+    }
+}
+
 /// The real transport, with the kill points of `after-write` and `after-answer`.
 struct KillingTransport: APITransport {
     let inner = ChildTransport.make()
@@ -84,6 +100,7 @@ struct KillingTransport: APITransport {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         let name = Self.name(of: request)
+        Gate.pass()
         Kill.die(at: "after-write", for: name)
         return inner.send(request, options: options) { result in
             Kill.die(at: "after-answer", for: name)
@@ -117,6 +134,7 @@ do {
 for name in edits {
     mutations.send(Mutation(name: name, group: group, base: base, hold: name == held ? 3 : 0))
 }
+Gate.open()
 let deadline = Date().addingTimeInterval(60)
 while mutations.engine.inFlightCount > 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
 print("done, \(mutations.engine.inFlightCount) in flight")
