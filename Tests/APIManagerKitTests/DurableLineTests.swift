@@ -136,6 +136,32 @@ struct DurableLineTests {
         #expect(try h.manager.replayDurableTasks(inScope: scope).tasks.isEmpty)
     }
 
+    @Test func theReplaysOutcomesTellHowEachRestoredTaskEndedInOrderThenFinish() async throws {
+        let folder = TemporaryFolder()
+        do {
+            let h = cartHarness(folder)
+            for path in ["/add", "/update", "/remove"] { h.send(edit(path)) }
+        }
+        let h = cartHarness(folder)
+        let replay = try h.manager.replayDurableTasks(inScope: "cart")
+        h.transport.release(path: "/add")
+        h.transport.release(path: "/update", with: .status(410))
+        h.transport.release(path: "/remove")
+        var seen: [String] = []
+        for await outcome in replay.outcomes {
+            switch outcome.result {
+            case .success(let echo): seen.append("\(outcome.task.request.path) \(echo.value ?? "-")")
+            case .failure(let error): seen.append("\(outcome.task.request.path) \(describe(error))")
+            }
+        }
+        #expect(seen == ["/add ok", "/update status(410)", "/remove ok"])
+        // The delegate was told too, and a replay with nothing to restore finishes at once.
+        #expect(h.recorder.events.filter { $0.hasSuffix(" finished") }.count == 2)
+        var nothing = 0
+        for await _ in try h.manager.replayDurableTasks(inScope: "wishlist").outcomes { nothing += 1 }
+        #expect(nothing == 0)
+    }
+
     @Test func theFirstNewTaskOfAScopeGoesAfterWhatTheLastRunLeft() throws {
         let folder = TemporaryFolder()
         do {

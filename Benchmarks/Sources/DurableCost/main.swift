@@ -133,7 +133,7 @@ case "replay":
     let manager = makeManager(
         store: APIEngine.DurableStore(directory: URL(fileURLWithPath: arguments[1])), answers: false)
     let start = now()
-    let replay: APIEngine.DurableStore.Replay<Edit>
+    let replay: APIEngine.DurableStore.Replay<CartAPI>
     do {
         replay = try manager.replayDurableTasks(inScope: "cart")
     } catch {

@@ -32,8 +32,9 @@ extension APIEngine {
                     "replaying a durable line needs the engine's durable store (APIEngine.Configuration.durableStore)")
         }
         var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
+        // The restored tasks are observed: the template gave each an observer (the replay's outcomes).
         let replay = try durableStore.replay(scope, restoringWith: template) { sent in
-            decided.append(decide { $0.send(sent, observed: false) })
+            decided.append(decide { $0.send(sent, observed: true) })
         }
         for (actions, delivery) in decided { perform(actions, delivery: delivery) }
         return replay

@@ -72,13 +72,25 @@ extension APIEngine {
         }
 
         /// What ``APIManager/replayDurableTasks(inScope:)`` sent again.
-        public struct Replay<Request: APIRequest>: Sendable {
+        public struct Replay<Manager: APIManager>: Sendable {
             /// The tasks sent again, in their line's order (each ``AnyAPITask/isRestored``). They end as
             /// any task does, through the manager's forwarding methods and so its delegate.
-            public let tasks: [APITask<Request>]
+            public let tasks: [APITask<Manager.Request>]
             /// The records that could not be sent again, in their line's order; the line went on
             /// without them.
             public let setAside: [SetAside]
+            /// How each task of ``tasks`` ended, as it ends (so in the line's order), with its typed
+            /// response; the sequence finishes when the last has ended (at once when there is none).
+            /// The delegate is told as well.
+            public let outcomes: AsyncStream<Outcome>
+
+            /// How one restored task ended.
+            public struct Outcome: Sendable {
+                /// The task.
+                public let task: APITask<Manager.Request>
+                /// Its response, or why it failed.
+                public let result: Result<Manager.Response, APIError>
+            }
         }
 
         // MARK: Sending and ending (the engine's side)

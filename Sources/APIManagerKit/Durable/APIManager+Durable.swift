@@ -13,27 +13,76 @@ extension APIManager {
     /// - Throws: ``APIError/durableStore(reason:underlying:)`` when the engine has no durable store,
     ///   or the scope's folder cannot be opened (another process has it open).
     @discardableResult
-    public func replayDurableTasks(inScope scope: String?) throws(APIError) -> APIEngine.DurableStore.Replay<Request> {
-        let template = DurableTemplate(manager: self)
-        let (restored, setAside) = try engine.replayDurableLine(scope, restoringWith: template)
+    public func replayDurableTasks(inScope scope: String?) throws(APIError) -> APIEngine.DurableStore.Replay<Self> {
+        let (outcomes, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
+        let template = DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
+        let restored: [AnyAPITask]
+        let setAside: [APIEngine.DurableStore.SetAside]
+        do {
+            (restored, setAside) = try engine.replayDurableLine(scope, restoringWith: template)
+        } catch {
+            continuation.finish()
+            throw error
+        }
+        template.outcomes.expect(restored.count)
         return APIEngine.DurableStore.Replay(
-            tasks: restored.compactMap { $0 as? APITask<Request> }, setAside: setAside)
+            tasks: restored.compactMap { $0 as? APITask<Request> }, setAside: setAside, outcomes: outcomes)
+    }
+}
+
+/// Feeds a replay's ``APIEngine/DurableStore/Replay/outcomes``: each restored task's end, then the
+/// end of the sequence once every one has ended.
+private final class ReplayOutcomes<Manager: APIManager>: Sendable {
+    private let continuation: AsyncStream<APIEngine.DurableStore.Replay<Manager>.Outcome>.Continuation
+    /// How many ends are still to come; `nil` until the replay knows how many tasks it restored.
+    private let pending = LockedState<(ended: Int, expected: Int?)>((0, nil))
+
+    init(_ continuation: AsyncStream<APIEngine.DurableStore.Replay<Manager>.Outcome>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func ended(_ task: APITask<Manager.Request>, with result: Result<Manager.Response, APIError>) {
+        continuation.yield(APIEngine.DurableStore.Replay<Manager>.Outcome(task: task, result: result))
+        let done = pending.withLock { pending -> Bool in
+            pending.ended += 1
+            return pending.expected.map { pending.ended >= $0 } ?? false
+        }
+        if done { continuation.finish() }
+    }
+
+    func expect(_ count: Int) {
+        let done = pending.withLock { pending -> Bool in
+            pending.expected = count
+            return pending.ended >= count
+        }
+        if done { continuation.finish() }
     }
 }
 
 /// A task that is never sent, standing for its manager when a replay needs the manager's types to
 /// decode records.
 private final class DurableTemplate<Manager: APIManager>: AnyAPITask, @unchecked Sendable {
-    // @unchecked: adds only a weak reference, which is thread-safe.
+    // @unchecked: adds a weak reference, which is thread-safe, and an immutable Sendable one.
     weak var manager: Manager?
+    let outcomes: ReplayOutcomes<Manager>
 
-    init(manager: Manager) {
+    init(manager: Manager, outcomes: ReplayOutcomes<Manager>) {
         self.manager = manager
+        self.outcomes = outcomes
         super.init(identifier: 0, settings: Settings(policy: .durable), engine: manager.engine)
     }
 
+    /// The restored task, observed: its end goes to the replay's outcomes.
     override func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
         guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
-        return ManagedTask<Manager>.restore(record, for: manager)
+        return ManagedTask<Manager>.restore(record, for: manager).map { task in
+            guard let task = task as? ManagedTask<Manager> else { return task }
+            let outcomes = self.outcomes
+            task.observe { [weak task] observation in
+                guard case .ended(let result, _, _) = observation, let task else { return }
+                outcomes.ended(task, with: result)
+            }
+            return task
+        }
     }
 }
