@@ -18,14 +18,37 @@ struct SHA256 {
     private var length: UInt64 = 0
 
     mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        // Contiguous bytes (an array, `Data`, a slice) go a block at a time, without copying.
+        let done: Void? = bytes.withContiguousStorageIfAvailable { contiguous in
+            update(UnsafeRawBufferPointer(contiguous))
+        }
+        if done != nil { return }
         for byte in bytes {
             buffer.append(byte)
             length &+= 1
             if buffer.count == 64 {
-                compress()
+                buffer.withUnsafeBytes { compress(block: $0) }
                 buffer.removeAll(keepingCapacity: true)
             }
         }
+    }
+
+    private mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        length &+= UInt64(bytes.count)
+        var offset = 0
+        if !buffer.isEmpty {
+            let taken = min(64 - buffer.count, bytes.count)
+            buffer.append(contentsOf: bytes[0..<taken])
+            offset = taken
+            guard buffer.count == 64 else { return }
+            buffer.withUnsafeBytes { compress(block: $0) }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        while bytes.count - offset >= 64 {
+            compress(block: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 64]))
+            offset += 64
+        }
+        buffer.append(contentsOf: bytes[offset...])
     }
 
     mutating func finalize() -> [UInt8] {
@@ -33,14 +56,14 @@ struct SHA256 {
         buffer.append(0x80)
         if buffer.count > 56 {
             buffer += [UInt8](repeating: 0, count: 64 - buffer.count)
-            compress()
+            buffer.withUnsafeBytes { compress(block: $0) }
             buffer.removeAll(keepingCapacity: true)
         }
         buffer += [UInt8](repeating: 0, count: 56 - buffer.count)
         for shift in stride(from: 56, through: 0, by: -8) {
             buffer.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
-        compress()
+        buffer.withUnsafeBytes { compress(block: $0) }
         var digest: [UInt8] = []
         digest.reserveCapacity(32)
         for word in state {
@@ -52,12 +75,18 @@ struct SHA256 {
         return digest
     }
 
-    private mutating func compress() {
-        var w = [UInt32](repeating: 0, count: 64)
+    /// Folds one 64-byte block into the state.
+    private mutating func compress(block: UnsafeRawBufferPointer) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            compress(block: block, schedule: w)
+        }
+    }
+
+    private mutating func compress(block: UnsafeRawBufferPointer, schedule w: UnsafeMutableBufferPointer<UInt32>) {
         for i in 0..<16 {
             w[i] =
-                UInt32(buffer[i * 4]) << 24 | UInt32(buffer[i * 4 + 1]) << 16 | UInt32(buffer[i * 4 + 2]) << 8
-                | UInt32(buffer[i * 4 + 3])
+                UInt32(block[i * 4]) << 24 | UInt32(block[i * 4 + 1]) << 16 | UInt32(block[i * 4 + 2]) << 8
+                | UInt32(block[i * 4 + 3])
         }
         for i in 16..<64 {
             let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
