@@ -40,6 +40,15 @@ func openCart(
     return cart
 }
 
+func cartStore(keepingLinesIn folder: URL) -> APIEngine.DurableStore {
+    APIEngine.DurableStore(directory: folder, scopesWhenRefused: ["cart": .stopTheLine])
+}
+
+// The app showed the refusal; the user gave up on that edit:
+func giveUpOnTheRefusedEdit(in cart: CartEditsAPI) throws {
+    try cart.resolveRefusedDurableTask(inScope: "cart", by: .drop)
+}
+
 @Suite("Article samples: offline and relaunch", .timeLimit(.minutes(1)))
 struct DurableCodeSamplesTests {
     @Test func theCartEditsKeepTheirCaseAndTheirSettings() throws {
@@ -84,5 +93,25 @@ struct DurableCodeSamplesTests {
         // In their line, as before: the first goes (on the engine's work queue), the second waits.
         #expect("\(tasks.map(\.state))" == "[running, waiting]")
         cart.cancelAll()
+    }
+
+    @Test func aRefusedEditStopsTheCartUntilTheUserGivesUpOnIt() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cart-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let transport = MockTransport(clock: TestClock())
+        transport.stub(nil, "/api/cart", .status(422), .json(#"{"items":[]}"#))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.durableStore = cartStore(keepingLinesIn: folder)
+        let cart = CartEditsAPI(engine: APIEngine(configuration: configuration))
+        let refused = cart.send(.add(item: "tea", count: 99))
+        let next = cart.send(.remove(item: "cake"))
+        #expect("\(refused.state)".contains("422"))
+        #expect("\(next.state)" == "waiting")
+        try giveUpOnTheRefusedEdit(in: cart)
+        #expect("\(next.state)" == "finished")
+        #expect(transport.records.count == 2)
     }
 }

@@ -355,14 +355,21 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     init(
         request: Request, engine: APIEngine, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
         addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil,
-        restoring record: DurableRecord? = nil
+        restoring record: DurableRecord? = nil, retryingRefusal: Bool = false
     ) {
         self.request = request
+        let policy = policy ?? request.concurrencyPolicy
+        let durableSlot =
+            policy == .durable
+            ? DurableSlot(
+                isRestored: record != nil,
+                stopsTheLineWhenRefused: engine.durableStore?.refusal(for: request.concurrencyScope) == .stopTheLine,
+                retriesRefusal: retryingRefusal) : nil
         super.init(
             identifier: 0,
             settings: Self.settings(
-                of: request, policy: policy ?? request.concurrencyPolicy, credentialOrigins: credentialOrigins,
-                bodyStream: bodyStream, addedHeaders: addedHeaders, restoring: record),
+                of: request, policy: policy, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
+                addedHeaders: addedHeaders, restoring: record, durableSlot: durableSlot),
             engine: engine)
     }
 
@@ -385,7 +392,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
     /// policies use are read only for them.
     private static func settings(
         of request: Request, policy: APIConcurrencyPolicy, credentialOrigins: [Origin]?, bodyStream: StreamBuffer?,
-        addedHeaders: [String: String]?, restoring record: DurableRecord?
+        addedHeaders: [String: String]?, restoring record: DurableRecord?, durableSlot: DurableSlot?
     ) -> Settings {
         return Settings(
             policy: policy, scope: request.concurrencyScope, priority: request.priority,
@@ -416,7 +423,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
                 credentialOrigins: credentialOrigins, reportsProgress: request.reportsProgress,
                 download: bodyStream == nil ? request.download : nil, bodyStream: bodyStream,
                 addedHeaders: addedHeaders,
-                durableSlot: policy == .durable ? DurableSlot(isRestored: record != nil) : nil,
+                durableSlot: durableSlot,
                 connectivityWait: request.connectivityWait ?? (policy == .durable ? .infinity : nil)))
     }
 }

@@ -31,6 +31,11 @@ extension APIEngine {
     /// released before it ended stays, to be replayed. A task that cannot be written (a full disk, a
     /// request that is not `Encodable`) ends at once with ``APIError/durableStore(reason:underlying:)``
     /// and is never sent. Nothing else pays for the store: other policies never touch it.
+    ///
+    /// A task the server refuses for good (``isFinalRefusal(_:)``) ends, and the store's rule for its
+    /// scope (``whenRefused``, ``scopesWhenRefused``) drops its record and lets the line go on, or
+    /// keeps it and stops the line until the app resolves it
+    /// (``APIManager/resolveRefusedDurableTask(inScope:by:)``).
     public final class DurableStore: Sendable {
         /// The folder the scopes' folders go in; made (owner-only) when a scope is first opened.
         public let directory: URL
@@ -43,18 +48,69 @@ extension APIEngine {
             let scope: String?
         }
 
+        /// What a line does when the server refuses its task for good (``isFinalRefusal(_:)``), unless
+        /// ``scopesWhenRefused`` names its scope.
+        public let whenRefused: Refusal
+        /// The rule of each named scope whose rule is not ``whenRefused``.
+        public let scopesWhenRefused: [String: Refusal]
+
         /// A store keeping its scopes' folders in `directory`.
-        public init(directory: URL) {
-            self.directory = directory
-            self.write = { data, url throws(OwnerOnlyFile.WriteError) in
+        ///
+        /// - Parameters:
+        ///   - directory: the folder the scopes' folders go in.
+        ///   - whenRefused: ``Refusal/dropAndGoOn`` unless given.
+        ///   - scopesWhenRefused: none unless given: every scope follows `whenRefused`.
+        public convenience init(
+            directory: URL, whenRefused: Refusal = .dropAndGoOn, scopesWhenRefused: [String: Refusal] = [:]
+        ) {
+            self.init(directory: directory, whenRefused: whenRefused, scopesWhenRefused: scopesWhenRefused) {
+                data, url throws(OwnerOnlyFile.WriteError) in
                 try OwnerOnlyFile.write(data, to: url, synchronized: true)
             }
         }
 
         /// A store whose records are written by `write` (tests: a full disk).
-        init(directory: URL, write: @escaping @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void) {
+        init(
+            directory: URL, whenRefused: Refusal = .dropAndGoOn, scopesWhenRefused: [String: Refusal] = [:],
+            write: @escaping @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
+        ) {
             self.directory = directory
+            self.whenRefused = whenRefused
+            self.scopesWhenRefused = scopesWhenRefused
             self.write = write
+        }
+
+        /// What a line does when the server refuses its task for good.
+        public enum Refusal: Sendable, Hashable {
+            /// The refused task ends (the app is told, as for any failure), its record goes, and the
+            /// line goes on. The default.
+            case dropAndGoOn
+            /// The refused task ends (the app is told), but its record is kept (`NNN.refused` in the
+            /// scope's folder) and the line stops: the tasks behind it, and those sent into the scope
+            /// later, wait, across relaunches too, until the app resolves it
+            /// (``APIManager/resolveRefusedDurableTask(inScope:by:)``).
+            case stopTheLine
+        }
+
+        /// How the app resolves a refusal that stopped a line.
+        public enum Resolution: Sendable, Hashable {
+            /// Send the refused request again, first (with its idempotency key), then the rest.
+            case retry
+            /// Drop the refused request (its record is removed); the line goes on.
+            case drop
+        }
+
+        /// The rule of `scope`'s line.
+        public func refusal(for scope: String?) -> Refusal {
+            scope.flatMap { scopesWhenRefused[$0] } ?? whenRefused
+        }
+
+        /// Whether the server refused a task for good: a `4xx` status other than `408` (request
+        /// timeout), `409` (conflict), `425` (too early) and `429` (too many requests), which may
+        /// succeed later.
+        public static func isFinalRefusal(_ error: APIError) -> Bool {
+            guard case .unacceptableStatus(let response, _) = error else { return false }
+            return (400..<500).contains(response.statusCode) && ![408, 409, 425, 429].contains(response.statusCode)
         }
 
         /// A record a replay could not send again, moved aside (never deleted) into its scope's
@@ -79,6 +135,10 @@ extension APIEngine {
             /// The records that could not be sent again, in their line's order; the line went on
             /// without them.
             public let setAside: [SetAside]
+            /// The record of the refused task that stops the line (``Refusal/stopTheLine``), when one
+            /// does: the restored tasks wait until the app resolves it
+            /// (``APIManager/resolveRefusedDurableTask(inScope:by:)``).
+            public let stoppedBy: URL?
             /// How each task of ``tasks`` ended, as it ends (so in the line's order), with its typed
             /// response; the sequence finishes when the last has ended (at once when there is none).
             /// The delegate is told as well.
@@ -101,7 +161,7 @@ extension APIEngine {
         /// Returns the replayed tasks and set-aside records, and the error the task fails with when
         /// it could not be written (`nil` when it was).
         func write(
-            _ task: AnyAPITask, send: (AnyAPITask) -> Void
+            _ task: AnyAPITask, stop: () -> Void, send: (AnyAPITask) -> Void
         ) -> (restored: [AnyAPITask], setAside: [SetAside], refusal: APIError?) {
             // The request's `Encodable` conformance is user code: it runs before the lock is taken.
             let description = Result { () throws(APIError) in try task.durableDescription() }
@@ -109,11 +169,14 @@ extension APIEngine {
                 let folder: DurableScopeFolder
                 var restored: [AnyAPITask] = []
                 var setAside: [SetAside] = []
+                let stopped: URL?
                 do throws(APIError) {
-                    (folder, restored, setAside) = try open(task.concurrencyScope, in: &scopes, restoringWith: task)
+                    (folder, restored, setAside, stopped) = try open(
+                        task.concurrencyScope, in: &scopes, restoringWith: task)
                 } catch {
                     return ([], [], error)
                 }
+                if stopped != nil { stop() }
                 for replayed in restored { send(replayed) }
                 do throws(APIError) {
                     let (type, json) = try description.get()
@@ -131,25 +194,68 @@ extension APIEngine {
 
         /// Opens `scope` for a replay without a new task: `template` knows the manager's types.
         func replay(
-            _ scope: String?, restoringWith template: AnyAPITask, send: (AnyAPITask) -> Void
-        ) throws(APIError) -> (restored: [AnyAPITask], setAside: [SetAside]) {
-            try scopes.withLock { scopes -> Result<([AnyAPITask], [SetAside]), APIError> in
+            _ scope: String?, restoringWith template: AnyAPITask, stop: () -> Void, send: (AnyAPITask) -> Void
+        ) throws(APIError) -> (restored: [AnyAPITask], setAside: [SetAside], stoppedBy: URL?) {
+            try scopes.withLock { scopes -> Result<([AnyAPITask], [SetAside], URL?), APIError> in
                 do throws(APIError) {
-                    let (_, restored, setAside) = try open(scope, in: &scopes, restoringWith: template)
+                    let (_, restored, setAside, stopped) = try open(scope, in: &scopes, restoringWith: template)
+                    if stopped != nil { stop() }
                     for replayed in restored { send(replayed) }
-                    return .success((restored, setAside))
+                    return .success((restored, setAside, stopped))
                 } catch {
                     return .failure(error)
                 }
             }.get()
         }
 
+        /// Resolves the refusal that stopped `scope`'s line: puts the refused record back and returns
+        /// the task `restore` makes of it (``Resolution/retry``), or removes it (``Resolution/drop``);
+        /// `send` runs, under the store's lock, with the retried task, then `resume`.
+        func resolve(
+            _ scope: String?, by resolution: Resolution, restoringWith template: AnyAPITask,
+            restore: (DurableRecord) -> Result<AnyAPITask, APIError>, stop: () -> Void, send: (AnyAPITask) -> Void,
+            resume: () -> Void
+        ) throws(APIError) -> AnyAPITask? {
+            try scopes.withLock { scopes -> Result<AnyAPITask?, APIError> in
+                do throws(APIError) {
+                    let (folder, restored, _, stopped) = try open(scope, in: &scopes, restoringWith: template)
+                    if stopped != nil { stop() }
+                    for replayed in restored { send(replayed) }
+                    guard let refused = folder.refusedSequences().first else {
+                        return .failure(
+                            .durableStore(
+                                reason: "the line of \(DurableScopeFolder.describe(scope)) is not stopped by a refusal")
+                        )
+                    }
+                    var retried: AnyAPITask?
+                    switch resolution {
+                    case .drop:
+                        folder.dropRefused(refused)
+                    case .retry:
+                        let task = try folder.reinstateRefused(refused).flatMap(restore).get()
+                        task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
+                        send(task)
+                        retried = task
+                    }
+                    if folder.refusedSequences().isEmpty { resume() }
+                    return .success(retried)
+                } catch {
+                    return .failure(error)
+                }
+            }.get()
+        }
+
+        /// The task of record `sequence` was refused for good and stops its line: its record is kept.
+        func keepRefused(_ sequence: UInt64, scope: String?) {
+            scopes.withLock { scopes in scopes[ScopeKey(scope: scope)]?.keepRefused(sequence) }
+        }
+
         /// The folder of `scope`, opened if this store had not yet: then the tasks its records
         /// describe, made by `template` (its manager decodes them), and the records set aside.
         private func open(
             _ scope: String?, in scopes: inout [ScopeKey: DurableScopeFolder], restoringWith template: AnyAPITask
-        ) throws(APIError) -> (DurableScopeFolder, [AnyAPITask], [SetAside]) {
-            if let folder = scopes[ScopeKey(scope: scope)] { return (folder, [], []) }
+        ) throws(APIError) -> (DurableScopeFolder, [AnyAPITask], [SetAside], stoppedBy: URL?) {
+            if let folder = scopes[ScopeKey(scope: scope)] { return (folder, [], [], nil) }
             let folder = try DurableScopeFolder(scope: scope, in: directory, write: write)
             scopes[ScopeKey(scope: scope)] = folder
             var restored: [AnyAPITask] = []
@@ -166,7 +272,7 @@ extension APIEngine {
                     setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
                 }
             }
-            return (folder, restored, setAside)
+            return (folder, restored, setAside, folder.refusedSequences().first.map(folder.refusedURL(of:)))
         }
 
         /// The task of record `sequence` ended: its record goes.
@@ -198,9 +304,16 @@ final class DurableSlot: Sendable {
     private let entry = LockedState<Entry?>(nil)
     /// Whether the task was restored from its record (see ``AnyAPITask/isRestored``).
     let isRestored: Bool
+    /// Whether a final refusal of the task stops its line (its store's rule for its scope).
+    let stopsTheLineWhenRefused: Bool
+    /// Whether the task sends a refused task again (``APIEngine/DurableStore/Resolution/retry``): it
+    /// goes to the front of its stopped line.
+    let retriesRefusal: Bool
 
-    init(isRestored: Bool) {
+    init(isRestored: Bool, stopsTheLineWhenRefused: Bool = false, retriesRefusal: Bool = false) {
         self.isRestored = isRestored
+        self.stopsTheLineWhenRefused = stopsTheLineWhenRefused
+        self.retriesRefusal = retriesRefusal
     }
 
     func fill(_ entry: Entry) {
@@ -217,6 +330,10 @@ final class DurableSlot: Sendable {
             })
         else { return }
         if case .cancelled(reason: .managerReleased)? = error { return }
+        if stopsTheLineWhenRefused, let error, APIEngine.DurableStore.isFinalRefusal(error) {
+            entry.store.keepRefused(entry.sequence, scope: entry.scope)
+            return
+        }
         entry.store.remove(entry.sequence, scope: entry.scope)
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 extension APIManager {
     /// Opens the durable line of `scope` (``APIConcurrencyPolicy/durable``) and sends again, in
     /// their original order and each with its original idempotency key, the tasks an earlier run (or
@@ -18,15 +20,39 @@ extension APIManager {
         let template = DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
         let restored: [AnyAPITask]
         let setAside: [APIEngine.DurableStore.SetAside]
+        let stoppedBy: URL?
         do {
-            (restored, setAside) = try engine.replayDurableLine(scope, restoringWith: template)
+            (restored, setAside, stoppedBy) = try engine.replayDurableLine(scope, restoringWith: template)
         } catch {
             continuation.finish()
             throw error
         }
         template.outcomes.expect(restored.count)
         return APIEngine.DurableStore.Replay(
-            tasks: restored.compactMap { $0 as? APITask<Request> }, setAside: setAside, outcomes: outcomes)
+            tasks: restored.compactMap { $0 as? APITask<Request> }, setAside: setAside, stoppedBy: stoppedBy,
+            outcomes: outcomes)
+    }
+
+    /// Resolves the final refusal that stopped the durable line of `scope`
+    /// (``APIEngine/DurableStore/Refusal/stopTheLine``): ``APIEngine/DurableStore/Resolution/retry``
+    /// sends the refused request again, first, with its idempotency key, and returns its task;
+    /// ``APIEngine/DurableStore/Resolution/drop`` removes its record and returns `nil`. Either way the
+    /// line then goes on. Opens (and replays) the scope first if this run had not.
+    ///
+    /// - Throws: ``APIError/durableStore(reason:underlying:)`` when the engine has no durable store,
+    ///   the scope cannot be opened, its line is not stopped, or the refused record cannot be read
+    ///   back (or no longer decodes as `Request`).
+    @discardableResult
+    public func resolveRefusedDurableTask(
+        inScope scope: String?, by resolution: APIEngine.DurableStore.Resolution
+    ) throws(APIError) -> APITask<Request>? {
+        let (_, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
+        continuation.finish()
+        let template = DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
+        let retried = try engine.resolveRefusal(in: scope, by: resolution, restoringWith: template) { record in
+            ManagedTask<Self>.restore(record, for: self, retryingRefusal: true)
+        }
+        return retried as? APITask<Request>
     }
 }
 

@@ -27,6 +27,8 @@ final class DurableScopeFolder {
     private let write: @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
 
     static let recordSuffix = ".task"
+    /// The suffix of a refused task's record, kept while it stops its line.
+    static let refusedSuffix = ".refused"
 
     /// Opens the folder of `scope` in `directory`, creating it as needed, and locks it.
     ///
@@ -63,7 +65,9 @@ final class DurableScopeFolder {
         }
         lockDescriptor = descriptor
         OwnerOnlyFile.removeLeftovers(in: url)
-        let highest = (Self.sequences(in: url) + Self.sequences(in: setAsideURL)).max() ?? 0
+        let highest =
+            (Self.sequences(in: url) + Self.sequences(in: setAsideURL) + Self.refusedSequencesStatic(in: url)).max()
+            ?? 0
         nextSequence = highest + 1
     }
 
@@ -87,6 +91,15 @@ final class DurableScopeFolder {
     }
 
     static func describe(_ scope: String?) -> String { scope.map { "\"\($0)\"" } ?? "(no scope)" }
+
+    /// The sequences of the refused records in `folder`, unordered.
+    private static func refusedSequencesStatic(in folder: URL) -> [UInt64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.compactMap { name in
+            guard name.hasSuffix(refusedSuffix) else { return nil }
+            return sequence(ofFileNamed: String(name.dropLast(refusedSuffix.count)) + recordSuffix)
+        }
+    }
 
     /// The sequences of the records in `folder`, unordered.
     private static func sequences(in folder: URL) -> [UInt64] {
@@ -113,6 +126,39 @@ final class DurableScopeFolder {
     /// The pending records' sequences, in the order they replay.
     func pendingSequences() -> [UInt64] {
         Self.sequences(in: url).sorted()
+    }
+
+    /// The records of refused tasks that stop the line, oldest first.
+    func refusedSequences() -> [UInt64] {
+        Self.refusedSequencesStatic(in: url).sorted()
+    }
+
+    /// Where the record of a refused task is kept.
+    func refusedURL(of sequence: UInt64) -> URL {
+        url.appendingPathComponent(
+            String(Self.fileName(of: sequence).dropLast(Self.recordSuffix.count)) + Self.refusedSuffix)
+    }
+
+    /// Keeps a refused task's record, out of the line, until the app resolves the refusal.
+    func keepRefused(_ sequence: UInt64) {
+        if rename(fileURL(of: sequence).path, refusedURL(of: sequence).path) == 0 {
+            try? OwnerOnlyFile.synchronizeDirectory(of: url.appendingPathComponent("lock"))
+        }
+    }
+
+    /// Puts a refused record back in the line (to send it again) and reads it.
+    func reinstateRefused(_ sequence: UInt64) -> Result<DurableRecord, APIError> {
+        guard rename(refusedURL(of: sequence).path, fileURL(of: sequence).path) == 0 else {
+            return .failure(
+                .durableStore(
+                    reason: "the refused record \(sequence) cannot be put back", underlying: POSIXError.from(errno)))
+        }
+        return read(sequence)
+    }
+
+    /// Removes a refused task's record (the app dropped it).
+    func dropRefused(_ sequence: UInt64) {
+        unlink(refusedURL(of: sequence).path)
     }
 
     /// Reads the record `sequence` back, whole or not at all.

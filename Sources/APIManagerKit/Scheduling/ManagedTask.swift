@@ -23,12 +23,12 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     init(
         manager: Manager, request: Manager.Request, credentialOrigins: [Origin]? = nil, bodyStream: StreamBuffer? = nil,
         addedHeaders: [String: String]? = nil, policy: APIConcurrencyPolicy? = nil,
-        restoring record: DurableRecord? = nil
+        restoring record: DurableRecord? = nil, retryingRefusal: Bool = false
     ) {
         self.manager = manager
         super.init(
             request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
-            addedHeaders: addedHeaders, policy: policy, restoring: record)
+            addedHeaders: addedHeaders, policy: policy, restoring: record, retryingRefusal: retryingRefusal)
     }
 
     override func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
@@ -37,7 +37,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     /// The task `record` describes, its request decoded as the manager's.
-    static func restore(_ record: DurableRecord, for manager: Manager) -> Result<AnyAPITask, APIError> {
+    static func restore(
+        _ record: DurableRecord, for manager: Manager, retryingRefusal: Bool = false
+    ) -> Result<AnyAPITask, APIError> {
         guard let decodable = Manager.Request.self as? any Decodable.Type else {
             return .failure(
                 .durableStore(
@@ -57,7 +59,10 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
                         + "\(String(reflecting: Manager.Request.self))",
                     underlying: error))
         }
-        return .success(ManagedTask(manager: manager, request: request, policy: .durable, restoring: record))
+        return .success(
+            ManagedTask(
+                manager: manager, request: request, policy: .durable, restoring: record,
+                retryingRefusal: retryingRefusal))
     }
 
     override func makeURLRequest() throws(APIError) -> URLRequest {

@@ -15,7 +15,8 @@ extension SchedulingMachine {
         switch policy {
         case .default: startDirectly(task, in: scope, into: &actions)
         case .cancelOthers: cancelOthers(for: task, in: scope, into: &actions)
-        case .waitUntilDone, .durable: waitUntilDone(task, in: scope, into: &actions)
+        case .waitUntilDone: waitUntilDone(task, in: scope, into: &actions)
+        case .durable: durable(task, in: scope, into: &actions)
         case .waitUntilDoneHighPriority: waitUntilDoneHighPriority(task, in: scope, into: &actions)
         case .conflate: conflate(task, in: scope, into: &actions)
         case .limited: limited(task, in: scope, into: &actions)
@@ -44,6 +45,17 @@ extension SchedulingMachine {
         } else {
             wait(task, in: scope, atFront: false, into: &actions)
         }
+    }
+
+    /// ``APIConcurrencyPolicy/durable``: as `waitUntilDone`, but a line a final refusal stopped only
+    /// takes it in (at its front when it retries the refused task); it starts when the app resolves
+    /// the refusal.
+    private mutating func durable(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        guard !stoppedScopes.contains(scope.key) else {
+            wait(task, in: scope, atFront: task.durableSlot?.retriesRefusal == true, into: &actions)
+            return
+        }
+        waitUntilDone(task, in: scope, into: &actions)
     }
 
     /// ``APIConcurrencyPolicy/waitUntilDoneHighPriority``: starts when nothing runs, else joins the

@@ -96,6 +96,7 @@ extension SchedulingMachine {
 
     /// Starts the head of the line while it may start.
     mutating func pump(_ scope: ScopeState, into actions: inout Actions) {
+        if !stoppedScopes.isEmpty, stoppedScopes.contains(scope.key) { return }
         while let head = scope.line.head, Self.mayStartFromLine(head, in: scope) {
             scope.startFromLine(head)
             admit(head, waitedAlready: true, into: &actions)
@@ -116,6 +117,11 @@ extension SchedulingMachine {
         source: APIResponseCache.Source? = nil, into actions: inout Actions, pump shouldPump: Bool = true,
         notify: Bool = true, attemptIsOver: Bool = false
     ) {
+        if case .failure(let error) = outcome, task.durableSlot?.stopsTheLineWhenRefused == true,
+            APIEngine.DurableStore.isFinalRefusal(error)
+        {
+            stoppedScopes.insert(task.concurrencyScope)
+        }
         var ending = SchedulingRecord.Ending()
         switch task.record.takeLifecycle() {
         case .ended(let ended):

@@ -32,6 +32,9 @@ struct SchedulingMachine {
     var resilience: Resilience
     /// Whether the network is reachable, as the engine knows it (`SchedulingMachine+Connectivity.swift`).
     var connectivity = ConnectivityState()
+    /// The scopes whose durable line a final refusal stopped (``APIEngine/DurableStore/Refusal/stopTheLine``):
+    /// their lines do not move until the app resolves the refusal (`SchedulingMachine+DurableLine.swift`).
+    var stoppedScopes: Set<String?> = []
 
     init(circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil) {
         resilience = Resilience(breaker: circuitBreaker, budget: retryBudget)

@@ -48,7 +48,9 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// (``APIEngine/DurableStore``, ``APIManager/replayDurableTasks(inScope:)``). Needs the engine's
     /// ``APIEngine/Configuration/durableStore`` and an `Encodable` and `Decodable` request (and
     /// should declare an ``APIRequest/idempotencyKey``); otherwise the task ends at once with
-    /// ``APIError/durableStore(reason:underlying:)``, never sent. A cart edited offline, sent when the
+    /// ``APIError/durableStore(reason:underlying:)``, never sent. It waits for the network rather than
+    /// fail (``APIRequest/connectivityWait``); refused for good, it ends and its store's rule drops it
+    /// or stops the line (``APIEngine/DurableStore/Refusal``). A cart edited offline, sent when the
     /// app comes back.
     case durable
 }

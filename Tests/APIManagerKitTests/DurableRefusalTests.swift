@@ -1,0 +1,136 @@
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+/// A cart edit: `durable`, in a scope, with an idempotency key.
+private func edit(_ path: String, scope: String? = "cart") -> TestRequest {
+    var request = TestRequest(path, .durable, scope: scope, method: .post)
+    request.idempotencyKey = .standard
+    return request
+}
+
+/// The files of a scope's folder that are records (pending or refused), sorted.
+private func records(in folder: URL, scope: String? = "cart") -> [String] {
+    let scopeFolder = folder.appendingPathComponent(DurableScopeFolder.folderName(of: scope))
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: scopeFolder.path)) ?? []
+    return names.filter { $0.hasSuffix(".task") || $0.hasSuffix(".refused") }.sorted()
+}
+
+/// A harness on a store that stops `scope`'s line at a final refusal; `/add` is refused with `status`.
+private func stoppingHarness(
+    _ folder: TemporaryFolder, scope: String? = "cart", status: Int = 422
+) -> Harness {
+    let store = APIEngine.DurableStore(
+        directory: folder.url, whenRefused: scope == nil ? .stopTheLine : .dropAndGoOn,
+        scopesWhenRefused: scope.map { [$0: .stopTheLine] } ?? [:])
+    let h = Harness(durableStore: store)
+    h.transport.stub(nil, "/add", .status(status))
+    for path in ["/update", "/remove", "/later"] { h.transport.stub(nil, path, .json("{}")) }
+    return h
+}
+
+@Suite("Durable line: final refusals", .timeLimit(.minutes(1)))
+struct DurableRefusalTests {
+    @Test func onlyAFourHundredThatWillNotChangeIsAFinalRefusal() {
+        for status in [400, 401, 403, 404, 410, 413, 415, 422, 451, 499] {
+            #expect(APIEngine.DurableStore.isFinalRefusal(.unacceptableStatus(APIRawResponse(statusCode: status))))
+        }
+        for status in [408, 409, 425, 429, 500, 503, 302, 200] {
+            #expect(!APIEngine.DurableStore.isFinalRefusal(.unacceptableStatus(APIRawResponse(statusCode: status))))
+        }
+        #expect(!APIEngine.DurableStore.isFinalRefusal(.transport(underlying: URLError(.notConnectedToInternet))))
+    }
+
+    @Test(arguments: ["cart", nil] as [String?])
+    func aStoppedLineHoldsTheTasksBehindAndThoseSentLaterAndKeepsTheRefusedRecord(scope: String?) {
+        let folder = TemporaryFolder()
+        let h = stoppingHarness(folder, scope: scope)
+        let add = h.send(edit("/add", scope: scope))
+        #expect(add.state.name == "status(422)", "the app is told the refusal")
+        let update = h.send(edit("/update", scope: scope))
+        let later = h.send(edit("/later", scope: scope))
+        #expect(update.state.name == "waiting")
+        #expect(later.state.name == "waiting")
+        #expect(h.transport.records.map(\.path) == ["/add"])
+        #expect(
+            records(in: folder.url, scope: scope) == [
+                "00000000000000000001.refused", "00000000000000000002.task", "00000000000000000003.task",
+            ])
+        // Another scope is not stopped.
+        #expect(h.send(edit("/remove", scope: "wishlist")).state.name == "finished")
+    }
+
+    @Test func droppingTheRefusedTaskLetsTheLineGoOnInOrder() throws {
+        let folder = TemporaryFolder()
+        let h = stoppingHarness(folder)
+        h.send(edit("/add"))
+        let update = h.send(edit("/update"))
+        let remove = h.send(edit("/remove"))
+        #expect(try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .drop) == nil)
+        #expect(update.state.name == "finished")
+        #expect(remove.state.name == "finished")
+        #expect(h.transport.records.map(\.path) == ["/add", "/update", "/remove"])
+        #expect(records(in: folder.url) == [])
+        // Nothing stops the line now.
+        #expect(throws: APIError.self) { try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .drop) }
+    }
+
+    @Test func retryingTheRefusedTaskSendsItFirstWithItsKeyThenTheRest() throws {
+        let folder = TemporaryFolder()
+        let h = stoppingHarness(folder)
+        h.transport.stub(nil, "/add", .status(422), .json("{}"))
+        let add = h.send(edit("/add"))
+        let update = h.send(edit("/update"))
+        let retried = try #require(try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .retry))
+        #expect(retried.request.path == "/add")
+        #expect(retried.idempotencyKey == add.idempotencyKey)
+        #expect(retried.state.name == "finished")
+        #expect(update.state.name == "finished")
+        #expect(h.transport.records.map(\.path) == ["/add", "/add", "/update"])
+        #expect(records(in: folder.url) == [])
+    }
+
+    @Test func aStoppedLineStaysStoppedAcrossARelaunchUntilResolved() throws {
+        let folder = TemporaryFolder()
+        do {
+            let h = stoppingHarness(folder)
+            h.send(edit("/add"))
+            h.send(edit("/update"))
+        }
+        let h = stoppingHarness(folder)
+        let replay = try h.manager.replayDurableTasks(inScope: "cart")
+        #expect(replay.stoppedBy?.lastPathComponent == "00000000000000000001.refused")
+        #expect(replay.tasks.map(\.request.path) == ["/update"])
+        #expect(replay.tasks.map(\.state.name) == ["waiting"])
+        let later = h.send(edit("/later"))
+        #expect(later.state.name == "waiting")
+        #expect(h.transport.records.isEmpty)
+        try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .drop)
+        #expect(h.transport.records.map(\.path) == ["/update", "/later"])
+        #expect(records(in: folder.url) == [])
+    }
+
+    @Test func withTheDefaultRuleARefusalEndsItsTaskAndTheLineGoesOn() {
+        let folder = TemporaryFolder()
+        let h = Harness(durableStore: APIEngine.DurableStore(directory: folder.url))
+        h.transport.stub(nil, "/add", .status(422))
+        h.transport.stub(nil, "/update", .json("{}"))
+        let add = h.send(edit("/add"))
+        let update = h.send(edit("/update"))
+        #expect(add.state.name == "status(422)")
+        #expect(update.state.name == "finished")
+        #expect(records(in: folder.url) == [])
+    }
+
+    @Test(arguments: [409, 429, 503])
+    func anAnswerThatMaySucceedLaterDoesNotStopTheLine(status: Int) {
+        let folder = TemporaryFolder()
+        let h = stoppingHarness(folder, status: status)
+        h.send(edit("/add"))
+        let update = h.send(edit("/update"))
+        #expect(update.state.name == "finished")
+        #expect(records(in: folder.url) == [])
+    }
+}
