@@ -133,4 +133,30 @@ struct DurableRefusalTests {
         #expect(update.state.name == "finished")
         #expect(records(in: folder.url) == [])
     }
+
+    @Test func aRecordThatNoLongerDecodesStopsALineWhoseRuleSaysSoUntilDropped() throws {
+        let folder = TemporaryFolder()
+        do {
+            let h = stoppingHarness(folder)
+            h.transport.stub(nil, "/update", MockTransport.Reply.json("{}").held())
+            for path in ["/update", "/old", "/remove"] { h.send(edit(path)) }
+        }
+        let scopeFolder = folder.url.appendingPathComponent(DurableScopeFolder.folderName(of: "cart"))
+        let old = DurableRecord(
+            sequence: 2, idempotencyKey: "k", requestType: "Shop.OldCartEdit", request: Data(#"{"v":1}"#.utf8))
+        try old.bytes.write(to: scopeFolder.appendingPathComponent("00000000000000000002.task"))
+
+        let h = stoppingHarness(folder)
+        let replay = try h.manager.replayDurableTasks(inScope: "cart")
+        #expect(replay.setAside.isEmpty)
+        #expect(replay.stoppedBy?.lastPathComponent == "00000000000000000002.refused")
+        #expect(replay.tasks.map(\.request.path) == ["/update", "/remove"])
+        #expect(h.transport.records.isEmpty, "the line waits for the app")
+        #expect(throws: APIError.self) { try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .retry) }
+        #expect(records(in: folder.url).contains("00000000000000000002.refused"), "it still does not decode")
+        #expect(h.transport.records.isEmpty)
+        try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .drop)
+        #expect(h.transport.records.map(\.path) == ["/update", "/remove"])
+        #expect(records(in: folder.url) == [])
+    }
 }

@@ -133,7 +133,8 @@ extension APIEngine {
             /// any task does, through the manager's forwarding methods and so its delegate.
             public let tasks: [APITask<Manager.Request>]
             /// The records that could not be sent again, in their line's order; the line went on
-            /// without them.
+            /// without them. (Under ``Refusal/stopTheLine`` a record that no longer decodes stops the
+            /// line instead, named by ``stoppedBy``.)
             public let setAside: [SetAside]
             /// The record of the refused task that stops the line (``Refusal/stopTheLine``), when one
             /// does: the restored tasks wait until the app resolves it
@@ -232,7 +233,12 @@ extension APIEngine {
                     case .drop:
                         folder.dropRefused(refused)
                     case .retry:
-                        let task = try folder.reinstateRefused(refused).flatMap(restore).get()
+                        let reinstated = folder.reinstateRefused(refused).flatMap(restore)
+                        guard case .success(let task) = reinstated else {
+                            // It still cannot be made (a request that no longer decodes): it stays refused.
+                            folder.keepRefused(refused)
+                            return reinstated.map { _ in nil }
+                        }
                         task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
                         send(task)
                         retried = task
@@ -260,14 +266,23 @@ extension APIEngine {
             scopes[ScopeKey(scope: scope)] = folder
             var restored: [AnyAPITask] = []
             var setAside: [SetAside] = []
+            let stopsTheLine = refusal(for: scope) == .stopTheLine
             for sequence in folder.pendingSequences() {
-                let made = folder.read(sequence).flatMap { record in
-                    template.restoredTask(from: record).map { ($0, record) }
+                // A damaged record is set aside; one that no longer decodes too, unless its scope's
+                // rule stops the line: it is then kept as refused, for the app to resolve.
+                let record: DurableRecord
+                switch folder.read(sequence) {
+                case .success(let read): record = read
+                case .failure(let error):
+                    setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
+                    continue
                 }
-                switch made {
-                case .success(let (task, _)):
+                switch template.restoredTask(from: record) {
+                case .success(let task):
                     task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: sequence))
                     restored.append(task)
+                case .failure where stopsTheLine:
+                    folder.keepRefused(sequence)
                 case .failure(let error):
                     setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
                 }
