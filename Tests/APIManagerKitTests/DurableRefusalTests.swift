@@ -159,4 +159,24 @@ struct DurableRefusalTests {
         #expect(h.transport.records.map(\.path) == ["/update", "/remove"])
         #expect(records(in: folder.url) == [])
     }
+
+    @Test func anEditedVersionTakesTheRefusedTasksPlaceWithAKeyOfItsOwn() throws {
+        let folder = TemporaryFolder()
+        let h = stoppingHarness(folder)
+        h.transport.stub(nil, "/add-fixed", .json("{}"))
+        let refused = h.send(edit("/add"))
+        let update = h.send(edit("/update"))
+        let fixed = try h.manager.resolveRefusedDurableTask(inScope: "cart", replacingWith: edit("/add-fixed"))
+        #expect(fixed.state.name == "finished")
+        #expect(update.state.name == "finished")
+        #expect(h.transport.records.map(\.path) == ["/add", "/add-fixed", "/update"])
+        #expect(fixed.idempotencyKey != nil && fixed.idempotencyKey != refused.idempotencyKey)
+        #expect(records(in: folder.url) == [])
+        // A replacement for another scope is refused, and changes nothing.
+        h.send(edit("/add"))
+        #expect(throws: APIError.self) {
+            try h.manager.resolveRefusedDurableTask(inScope: "cart", replacingWith: edit("/add-fixed", scope: "other"))
+        }
+        #expect(records(in: folder.url).contains { $0.hasSuffix(".refused") })
+    }
 }

@@ -47,7 +47,7 @@ extension APIEngine {
     /// Resolves the refusal that stopped `scope`'s durable line (see
     /// ``APIManager/resolveRefusedDurableTask(inScope:by:)``); `restore` makes the retried task.
     func resolveRefusal(
-        in scope: String?, by resolution: APIEngine.DurableStore.Resolution, restoringWith template: AnyAPITask,
+        in scope: String?, by resolution: APIEngine.DurableStore.ResolutionStep, restoringWith template: AnyAPITask,
         restore: (DurableRecord) -> Result<AnyAPITask, APIError>
     ) throws(APIError) -> AnyAPITask? {
         guard let durableStore else {

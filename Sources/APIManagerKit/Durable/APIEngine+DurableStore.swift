@@ -92,6 +92,13 @@ extension APIEngine {
             case stopTheLine
         }
 
+        /// What resolving a refusal does (the public ``Resolution``, or a replacement task).
+        enum ResolutionStep {
+            case retry, drop
+            /// The replacement's task (made to go to the front of the line) and its record's contents.
+            case replace(AnyAPITask, description: Result<(type: String, json: Data), APIError>)
+        }
+
         /// How the app resolves a refusal that stopped a line.
         public enum Resolution: Sendable, Hashable {
             /// Send the refused request again, first (with its idempotency key), then the rest.
@@ -213,7 +220,7 @@ extension APIEngine {
         /// the task `restore` makes of it (``Resolution/retry``), or removes it (``Resolution/drop``);
         /// `send` runs, under the store's lock, with the retried task, then `resume`.
         func resolve(
-            _ scope: String?, by resolution: Resolution, restoringWith template: AnyAPITask,
+            _ scope: String?, by resolution: ResolutionStep, restoringWith template: AnyAPITask,
             restore: (DurableRecord) -> Result<AnyAPITask, APIError>, stop: () -> Void, send: (AnyAPITask) -> Void,
             resume: () -> Void
         ) throws(APIError) -> AnyAPITask? {
@@ -232,6 +239,17 @@ extension APIEngine {
                     switch resolution {
                     case .drop:
                         folder.dropRefused(refused)
+                    case .replace(let task, let description):
+                        // The replacement takes the refused task's place in the line, as a new operation
+                        // (its own idempotency key).
+                        let (type, json) = try description.get()
+                        try folder.write(
+                            DurableRecord(
+                                sequence: refused, idempotencyKey: task.idempotencyKey, requestType: type, request: json))
+                        folder.dropRefused(refused)
+                        task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
+                        send(task)
+                        retried = task
                     case .retry:
                         let reinstated = folder.reinstateRefused(refused).flatMap(restore)
                         guard case .success(let task) = reinstated else {

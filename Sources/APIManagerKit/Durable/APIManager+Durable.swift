@@ -46,13 +46,47 @@ extension APIManager {
     public func resolveRefusedDurableTask(
         inScope scope: String?, by resolution: APIEngine.DurableStore.Resolution
     ) throws(APIError) -> APITask<Request>? {
-        let (_, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
-        continuation.finish()
-        let template = DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
-        let retried = try engine.resolveRefusal(in: scope, by: resolution, restoringWith: template) { record in
+        let template = resolutionTemplate()
+        let step: APIEngine.DurableStore.ResolutionStep = resolution == .retry ? .retry : .drop
+        let retried = try engine.resolveRefusal(in: scope, by: step, restoringWith: template) { record in
             ManagedTask<Self>.restore(record, for: self, retryingRefusal: true)
         }
         return retried as? APITask<Request>
+    }
+
+    /// Resolves the final refusal that stopped the durable line of `scope` by sending `request` in
+    /// the refused request's place, first (an edited version of it: a new operation, with an
+    /// idempotency key of its own); the refused record is removed and the line goes on behind it.
+    ///
+    /// - Throws: ``APIError/durableStore(reason:underlying:)`` as
+    ///   ``resolveRefusedDurableTask(inScope:by:)`` does, or when `request` is not a durable request
+    ///   of `scope`, or cannot be written.
+    @discardableResult
+    public func resolveRefusedDurableTask(
+        inScope scope: String?, replacingWith request: Request
+    ) throws(APIError) -> APITask<Request> {
+        guard request.concurrencyPolicy == .durable, request.concurrencyScope == scope else {
+            throw .durableStore(
+                reason: "the replacement must be a durable request of the stopped line's scope "
+                    + "\(DurableScopeFolder.describe(scope))")
+        }
+        let task = ManagedTask(manager: self, request: request, policy: .durable, retryingRefusal: true)
+        let description = Result { () throws(APIError) in try task.durableDescription() }
+        let template = resolutionTemplate()
+        _ = try engine.resolveRefusal(
+            in: scope, by: .replace(task, description: description), restoringWith: template
+        ) { record in
+            ManagedTask<Self>.restore(record, for: self, retryingRefusal: true)
+        }
+        return task
+    }
+
+    /// The template a resolution decodes records with (when it opens the scope first); its replay's
+    /// outcomes go nowhere.
+    private func resolutionTemplate() -> AnyAPITask {
+        let (_, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
+        continuation.finish()
+        return DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
     }
 }
 

@@ -178,9 +178,16 @@ final class DurableScopeFolder {
     /// Writes a new record with the next sequence, its bytes and name on disk before it returns.
     func append(idempotencyKey: String?, requestType: String, request: Data) throws(APIError) -> UInt64 {
         let sequence = nextSequence
-        let record = DurableRecord(
-            sequence: sequence, idempotencyKey: idempotencyKey, requestType: requestType, request: request)
-        let file = fileURL(of: sequence)
+        try write(
+            DurableRecord(
+                sequence: sequence, idempotencyKey: idempotencyKey, requestType: requestType, request: request))
+        nextSequence += 1
+        return sequence
+    }
+
+    /// Writes `record` under its sequence (a new record, or a refused one's replacement).
+    func write(_ record: DurableRecord) throws(APIError) {
+        let file = fileURL(of: record.sequence)
         do {
             try write(record.bytes, file)
         } catch {
@@ -188,8 +195,6 @@ final class DurableScopeFolder {
                 reason: "the task could not be written to \(file.path) (\(String(cString: strerror(error.code))))",
                 underlying: POSIXError.from(error.code))
         }
-        nextSequence += 1
-        return sequence
     }
 
     /// Removes a record (its task ended). A record already gone is not an error. The removal is
