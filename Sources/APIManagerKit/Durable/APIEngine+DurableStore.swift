@@ -245,7 +245,8 @@ extension APIEngine {
                         let (type, json) = try description.get()
                         try folder.write(
                             DurableRecord(
-                                sequence: refused, idempotencyKey: task.idempotencyKey, requestType: type, request: json))
+                                sequence: refused, idempotencyKey: task.idempotencyKey, requestType: type, request: json
+                            ))
                         folder.dropRefused(refused)
                         task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
                         send(task)
