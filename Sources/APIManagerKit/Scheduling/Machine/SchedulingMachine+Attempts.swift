@@ -112,9 +112,9 @@ extension SchedulingMachine {
             failure = error
             if !end.sent, end.isMonitored { actions.append(.report(.failedUnsent(error))) }
         }
-        if end.sent, failure?.response != nil || failure == nil {
+        if end.sent, networkAnswerMatters(to: task), failure == nil || failure?.response != nil {
             networkAnswered(into: &actions)
-            if case .none = task.record.connectivity {} else { taskReachedNetwork(task, into: &actions) }
+            taskReachedNetwork(task, into: &actions)
         }
         // Without a circuit breaker or a retry budget there is nothing to record (no call).
         let retryDelay =

@@ -25,7 +25,7 @@ extension SchedulingMachine {
     /// want of a network while it waits for one; `nil` unless `attempt` is its current attempt.
     func countedAttempt(of task: AnyAPITask, attempt: Int) -> Int? {
         guard isCurrent(task, attempt: attempt) else { return nil }
-        return attempt - task.record.offlineAttempts
+        return attempt - (task.record.connectivityWait?.offlineAttempts ?? 0)
     }
 
     /// The current attempt of a task that waits for the network failed for want of one: the task
@@ -35,7 +35,7 @@ extension SchedulingMachine {
         var actions = Actions()
         guard isCurrent(task, attempt: attempt) else { return actions }
         cancelWork(of: task, into: &actions)
-        task.record.offlineAttempts += 1
+        waits(task).offlineAttempts += 1
         connectivity.failedOffline = true
         waitForConnectivity(task, error: error, into: &actions)
         scheduleProbeIfNeeded(into: &actions)
@@ -65,6 +65,13 @@ extension SchedulingMachine {
         return actions
     }
 
+    /// Whether an attempt that reached a server changes anything: the engine thought itself offline
+    /// (or backs its probes off), or the task's wait for the network has a limit running.
+    func networkAnswerMatters(to task: AnyAPITask) -> Bool {
+        connectivity.failedOffline || connectivity.probeDelay != ConnectivityState.firstProbeDelay
+            || task.record.connectivityWait?.limitIsRunning == true
+    }
+
     /// An attempt reached a server (``attemptEnded(_:attempt:outcome:source:retryDelay:end:)``, with
     /// a response): the network is reachable, whatever failures said before.
     mutating func networkAnswered(into actions: inout Actions) {
@@ -81,19 +88,15 @@ extension SchedulingMachine {
     /// most once and before anything else, is not told again); its wait limit starts the first time
     /// (and ends it at once when it is `0`, or when it passed during a probe's attempt).
     mutating func waitForConnectivity(_ task: AnyAPITask, error: APIError?, into actions: inout Actions) {
-        let wait = task.connectivityWait ?? .infinity
-        switch task.record.connectivity {
-        case .limitPassed:
+        let limit = task.connectivityWait ?? .infinity
+        let wait = waits(task)
+        if wait.limitHasPassed || (!wait.limitIsRunning && limit <= 0) {
             end(task, with: .failure(error ?? APIEngine.offlineError), into: &actions)
             return
-        case .none where wait <= 0:
-            end(task, with: .failure(error ?? APIEngine.offlineError), into: &actions)
-            return
-        case .none where wait.isFinite:
-            task.record.connectivity = .limitScheduled
-            actions.append(.scheduleWaitLimit(task, after: wait))
-        case .none, .limitScheduled, .limitSet:
-            break
+        }
+        if !wait.limitIsRunning, limit.isFinite {
+            wait.limitIsRunning = true
+            actions.append(.scheduleWaitLimit(task, after: limit))
         }
         task.record.lifecycle = .waitingForConnectivity(error: error)
     }
@@ -101,8 +104,19 @@ extension SchedulingMachine {
     /// The task's attempt reached a server: its wait for the network is over (a later one starts
     /// its limit afresh).
     mutating func taskReachedNetwork(_ task: AnyAPITask, into actions: inout Actions) {
-        if case .limitSet(let timer) = task.record.connectivity { actions.append(.cancel(Handle(timer))) }
-        task.record.connectivity = .none
+        guard let wait = task.record.connectivityWait else { return }
+        if let timer = wait.timer { actions.append(.cancel(Handle(timer))) }
+        wait.timer = nil
+        wait.limitIsRunning = false
+        wait.limitHasPassed = false
+    }
+
+    /// The task's waits for the network, made the first time it waits.
+    private func waits(_ task: AnyAPITask) -> SchedulingRecord.ConnectivityWait {
+        if let wait = task.record.connectivityWait { return wait }
+        let wait = SchedulingRecord.ConnectivityWait()
+        task.record.connectivityWait = wait
+        return wait
     }
 
     private mutating func scheduleProbeIfNeeded(into actions: inout Actions) {

@@ -26,8 +26,10 @@ extension SchedulingMachine {
         var actions = Actions()
         if case .waiting(nil) = task.record.lifecycle {
             task.record.lifecycle = .waiting(timer: timer)
-        } else if case .limitScheduled = task.record.connectivity {
-            task.record.connectivity = .limitSet(timer)
+        } else if let wait = task.record.connectivityWait, wait.limitIsRunning, wait.timer == nil,
+            !wait.limitHasPassed
+        {
+            wait.timer = timer
         } else {
             actions.append(.cancel(Handle(timer)))
         }
@@ -37,10 +39,11 @@ extension SchedulingMachine {
     /// The task's wait limit passed: still waiting, it leaves the line and ends; nothing was sent.
     mutating func waitLimitFired(_ task: AnyAPITask, maxWait: Double) -> Actions {
         var actions = Actions()
-        if case .limitSet = task.record.connectivity {
+        if let wait = task.record.connectivityWait, wait.timer != nil {
             // Its wait for the network passed: waiting, it ends with what found it offline; trying
             // (a probe), it ends if that attempt finds the network gone again.
-            task.record.connectivity = .limitPassed
+            wait.timer = nil
+            wait.limitHasPassed = true
             if case .waitingForConnectivity(let error) = task.record.lifecycle {
                 end(task, with: .failure(error ?? APIEngine.offlineError), into: &actions)
             }

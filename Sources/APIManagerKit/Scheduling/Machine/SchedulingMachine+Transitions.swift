@@ -117,7 +117,7 @@ extension SchedulingMachine {
         source: APIResponseCache.Source? = nil, into actions: inout Actions, pump shouldPump: Bool = true,
         notify: Bool = true, attemptIsOver: Bool = false
     ) {
-        if case .failure(let error) = outcome, task.durableSlot?.stopsTheLineWhenRefused == true,
+        if task.durableSlot?.stopsTheLineWhenRefused == true, case .failure(let error) = outcome,
             APIEngine.DurableStore.isFinalRefusal(error)
         {
             stoppedScopes.insert(task.concurrencyScope)
@@ -139,8 +139,10 @@ extension SchedulingMachine {
         case .created, .waiting, .waitingForRetry, .waitingForConnectivity:
             break
         }
-        if case .limitSet(let timer) = task.record.connectivity { actions.append(.cancel(Handle(timer))) }
-        task.record.connectivity = .none
+        if let timer = task.record.connectivityWait?.timer {
+            actions.append(.cancel(Handle(timer)))
+            task.record.connectivityWait?.timer = nil
+        }
         if let timer = task.record.deadlineTimer {
             actions.append(.cancel(Handle(timer)))
             task.record.deadlineTimer = nil

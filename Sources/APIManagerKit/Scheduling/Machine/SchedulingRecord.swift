@@ -57,22 +57,23 @@ struct SchedulingRecord {
     var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
     /// The number of attempts started; the current (or last) attempt's number.
     var attemptCount = 0
-    /// The attempts that ended for want of a network while the task waits for one: they are not
-    /// counted when its retry policy decides (``SchedulingMachine/countedAttempt(of:attempt:)``).
-    var offlineAttempts = 0
-    /// The limit of the task's wait for the network (``APIRequest/connectivityWait``): scheduled when
-    /// it first waits, kept across the probes' attempts, cancelled when an attempt reaches a server.
-    var connectivity = ConnectivityWait.none
+    /// What the task's waits for the network (``APIRequest/connectivityWait``) left: made the first
+    /// time it waits; `nil` for every other task (a reference, so that they pay 8 bytes and a `nil`
+    /// check).
+    var connectivityWait: ConnectivityWait?
 
-    /// Where a task's wait for the network stands.
-    enum ConnectivityWait {
-        /// Not waiting, or with no limit.
-        case none
-        /// The limit's timer is being set.
-        case limitScheduled
-        case limitSet(any APICancellable)
+    /// A task's waits for the network. Guarded by the engine's lock.
+    final class ConnectivityWait {
+        /// The attempts that ended for want of a network: not counted when its retry policy decides
+        /// (``SchedulingMachine/countedAttempt(of:attempt:)``).
+        var offlineAttempts = 0
+        /// The limit of the current wait is scheduled: from when it began to wait, across the
+        /// probes' attempts, until an attempt reaches a server.
+        var limitIsRunning = false
+        /// The limit's timer, once set (`nil` while it is being set, and after it fired).
+        var timer: (any APICancellable)?
         /// The limit passed while a probe's attempt ran: found offline again, the task ends.
-        case limitPassed
+        var limitHasPassed = false
     }
     /// The order in which the engine accepted the task.
     var sequence: UInt64 = 0
