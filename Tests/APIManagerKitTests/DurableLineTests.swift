@@ -12,17 +12,18 @@ import Darwin
 #endif
 
 /// A cart edit: `durable`, in a scope, with an idempotency key.
-private func edit(_ path: String, scope: String? = "cart") -> TestRequest {
+func durableEdit(_ path: String, scope: String? = "cart") -> TestRequest {
     var request = TestRequest(path, .durable, scope: scope, method: .post)
     request.idempotencyKey = .standard
     return request
 }
 
-/// The records a scope's folder holds, by file name, in order.
-private func recordNames(in folder: URL, scope: String? = "cart") -> [String] {
+/// The files of a scope's folder that end with one of `suffixes` (pending records unless told),
+/// sorted.
+func recordNames(in folder: URL, scope: String? = "cart", suffixes: [String] = [".task"]) -> [String] {
     let scopeFolder = folder.appendingPathComponent(DurableScopeFolder.folderName(of: scope))
     let names = (try? FileManager.default.contentsOfDirectory(atPath: scopeFolder.path)) ?? []
-    return names.filter { $0.hasSuffix(".task") }.sorted()
+    return names.filter { name in suffixes.contains { name.hasSuffix($0) } }.sorted()
 }
 
 /// The permission bits of a file or folder.
@@ -52,7 +53,7 @@ struct DurableLineTests {
             seenOnDisk.withLock { $0 = recordNames(in: folder.url, scope: scope) }
             return .json(#"{"value":"added"}"#)
         }
-        let task = h.send(edit("/add", scope: scope))
+        let task = h.send(durableEdit("/add", scope: scope))
         #expect(seenOnDisk.withLock { $0 } == ["00000000000000000001.task"])
         #expect(task.state.name == "finished")
         #expect(recordNames(in: folder.url, scope: scope) == [])
@@ -62,7 +63,7 @@ struct DurableLineTests {
     @Test func theFoldersAndRecordsAreTheOwnersOnly() throws {
         let folder = TemporaryFolder()
         let h = cartHarness(folder)
-        h.send(edit("/add"))
+        h.send(durableEdit("/add"))
         let scopeFolder = folder.url.appendingPathComponent(DurableScopeFolder.folderName(of: "cart"))
         #expect(permissions(of: folder.url) == 0o700)
         #expect(permissions(of: scopeFolder) == 0o700)
@@ -77,9 +78,9 @@ struct DurableLineTests {
         let folder = TemporaryFolder()
         let h = cartHarness(folder)
         h.transport.stub(nil, "/gone", .status(410))
-        let first = h.send(edit("/add"))
-        let waiting = h.send(edit("/update"))
-        let third = h.send(edit("/remove"))
+        let first = h.send(durableEdit("/add"))
+        let waiting = h.send(durableEdit("/update"))
+        let third = h.send(durableEdit("/remove"))
         #expect(recordNames(in: folder.url).count == 3)
         waiting.cancel()
         #expect(recordNames(in: folder.url) == ["00000000000000000001.task", "00000000000000000003.task"])
@@ -95,7 +96,7 @@ struct DurableLineTests {
         let folder = TemporaryFolder()
         let h = Harness(durableStore: APIEngine.DurableStore(directory: folder.url))
         h.transport.stub(nil, "/add", .json(#"{"value":"added"}"#))
-        let response = try await h.manager.response(for: edit("/add"))
+        let response = try await h.manager.response(for: durableEdit("/add"))
         #expect(response.value == "added")
         #expect(recordNames(in: folder.url) == [])
     }
@@ -111,7 +112,7 @@ struct DurableLineTests {
             let store = APIEngine.DurableStore(directory: folder.url)
             firstStore = store
             let h = cartHarness(folder, store: store)
-            keys = ["/add", "/update", "/remove"].map { h.send(edit($0, scope: scope)).idempotencyKey }
+            keys = ["/add", "/update", "/remove"].map { h.send(durableEdit($0, scope: scope)).idempotencyKey }
             #expect(h.transport.records.map(\.path) == ["/add"])
         }
         // The first run is gone (its engine released, its tasks never ended): its records stay.
@@ -140,7 +141,7 @@ struct DurableLineTests {
         let folder = TemporaryFolder()
         do {
             let h = cartHarness(folder)
-            for path in ["/add", "/update", "/remove"] { h.send(edit(path)) }
+            for path in ["/add", "/update", "/remove"] { h.send(durableEdit(path)) }
         }
         let h = cartHarness(folder)
         let replay = try h.manager.replayDurableTasks(inScope: "cart")
@@ -166,11 +167,11 @@ struct DurableLineTests {
         let folder = TemporaryFolder()
         do {
             let h = cartHarness(folder)
-            h.send(edit("/add"))
-            h.send(edit("/update"))
+            h.send(durableEdit("/add"))
+            h.send(durableEdit("/update"))
         }
         let h = cartHarness(folder)
-        let new = h.send(edit("/remove"))
+        let new = h.send(durableEdit("/remove"))
         #expect(!new.isRestored)
         #expect(new.state.name == "waiting")
         h.transport.releaseAll()
@@ -186,10 +187,10 @@ struct DurableLineTests {
         let folder = TemporaryFolder()
         do {
             let h = cartHarness(folder)
-            h.send(edit("/a", scope: "wishlist"))
+            h.send(durableEdit("/a", scope: "wishlist"))
         }
         let h = cartHarness(folder)
-        h.send(edit("/add"))
+        h.send(durableEdit("/add"))
         #expect(h.transport.records.map(\.path) == ["/add"])
         #expect(recordNames(in: folder.url, scope: "wishlist").count == 1)
         let replay = try h.manager.replayDurableTasks(inScope: "wishlist")
@@ -200,7 +201,7 @@ struct DurableLineTests {
         let folder = TemporaryFolder()
         do {
             let h = cartHarness(folder)
-            for path in ["/a", "/b", "/c", "/add"] { h.send(edit(path)) }
+            for path in ["/a", "/b", "/c", "/add"] { h.send(durableEdit(path)) }
         }
         let scopeFolder = folder.url.appendingPathComponent(DurableScopeFolder.folderName(of: "cart"))
         // Record 2 loses its last byte; record 3 holds a request the app can no longer decode.
@@ -226,7 +227,7 @@ struct DurableLineTests {
         // A new record never takes a set-aside one's name.
         h.transport.releaseAll()
         h.transport.releaseAll()
-        h.send(edit("/remove"))
+        h.send(durableEdit("/remove"))
         #expect(recordNames(in: folder.url) == ["00000000000000000005.task"])
     }
 
@@ -235,15 +236,15 @@ struct DurableLineTests {
     @Test func aSecondStoreOnTheSameScopeIsRefusedUntilTheFirstIsReleased() throws {
         let folder = TemporaryFolder()
         var first: Harness? = cartHarness(folder)
-        first?.send(edit("/add"))
+        first?.send(durableEdit("/add"))
         let second = cartHarness(folder)
-        let refused = second.send(edit("/update"))
+        let refused = second.send(durableEdit("/update"))
         #expect(refused.state.name.hasPrefix("durableStore("))
         #expect(refused.state.name.contains("open elsewhere"))
         #expect(second.transport.records.isEmpty)
         #expect(throws: APIError.self) { try second.manager.replayDurableTasks(inScope: "cart") }
         // Another scope of the same folder is free.
-        #expect(second.send(edit("/a", scope: "wishlist")).state.name == "running")
+        #expect(second.send(durableEdit("/a", scope: "wishlist")).state.name == "running")
         first = nil
         let replay = try second.manager.replayDurableTasks(inScope: "cart")
         #expect(replay.tasks.map(\.request.path) == ["/add"])
@@ -257,7 +258,7 @@ struct DurableLineTests {
             try OwnerOnlyFile.write(data, to: url, synchronized: true)
         }
         let h = cartHarness(folder, store: store)
-        let refused = h.send(edit("/add"))
+        let refused = h.send(durableEdit("/add"))
         guard case .failed(.durableStore(let reason, let underlying)) = refused.state else {
             Issue.record("ended as \(refused.state)")
             return
@@ -268,7 +269,7 @@ struct DurableLineTests {
         #expect(recordNames(in: folder.url) == [])
         #expect(h.recorder.events.contains { $0.hasPrefix("\(refused.identifier) failed durableStore") })
         diskIsFull.withLock { $0 = false }
-        let written = h.send(edit("/update"))
+        let written = h.send(durableEdit("/update"))
         #expect(written.state.name == "running")
         #expect(recordNames(in: folder.url) == ["00000000000000000001.task"])
     }
@@ -276,7 +277,7 @@ struct DurableLineTests {
     @Test func withoutAStoreADurableTaskEndsAtOnceNamingTheSetting() {
         let h = Harness()
         h.transport.stub(nil, "/add", .json(#"{"value":"ok"}"#))
-        let task = h.send(edit("/add"))
+        let task = h.send(durableEdit("/add"))
         #expect(task.state.name.contains("APIEngine.Configuration.durableStore"))
         #expect(h.transport.records.isEmpty)
         #expect(throws: APIError.self) { try h.manager.replayDurableTasks(inScope: "cart") }
@@ -308,7 +309,7 @@ struct DurableLineTests {
             for index in 0..<40 { h.transport.stub(nil, "/edit/\(index)", MockTransport.Reply.json("{}").held()) }
             let tasks = Locked<[APITask<TestRequest>]>([])
             DispatchQueue.concurrentPerform(iterations: 40) { index in
-                let task = h.send(edit("/edit/\(index)"))
+                let task = h.send(durableEdit("/edit/\(index)"))
                 tasks.withLock { $0.append(task) }
             }
             lineOrder = tasks.withLock { $0 }.sorted { $0.identifier < $1.identifier }.map(\.request.path)

@@ -4,18 +4,9 @@ import Testing
 
 @testable import APIManagerKit
 
-/// A cart edit: `durable`, in a scope, with an idempotency key.
-private func edit(_ path: String, scope: String? = "cart") -> TestRequest {
-    var request = TestRequest(path, .durable, scope: scope, method: .post)
-    request.idempotencyKey = .standard
-    return request
-}
-
-/// The files of a scope's folder that are records (pending or refused), sorted.
+/// The records of a scope's folder, pending or refused, sorted.
 private func records(in folder: URL, scope: String? = "cart") -> [String] {
-    let scopeFolder = folder.appendingPathComponent(DurableScopeFolder.folderName(of: scope))
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: scopeFolder.path)) ?? []
-    return names.filter { $0.hasSuffix(".task") || $0.hasSuffix(".refused") }.sorted()
+    recordNames(in: folder, scope: scope, suffixes: [".task", ".refused"])
 }
 
 /// A harness on a store that stops `scope`'s line at a final refusal; `/add` is refused with `status`.
@@ -47,10 +38,10 @@ struct DurableRefusalTests {
     func aStoppedLineHoldsTheTasksBehindAndThoseSentLaterAndKeepsTheRefusedRecord(scope: String?) {
         let folder = TemporaryFolder()
         let h = stoppingHarness(folder, scope: scope)
-        let add = h.send(edit("/add", scope: scope))
+        let add = h.send(durableEdit("/add", scope: scope))
         #expect(add.state.name == "status(422)", "the app is told the refusal")
-        let update = h.send(edit("/update", scope: scope))
-        let later = h.send(edit("/later", scope: scope))
+        let update = h.send(durableEdit("/update", scope: scope))
+        let later = h.send(durableEdit("/later", scope: scope))
         #expect(update.state.name == "waiting")
         #expect(later.state.name == "waiting")
         #expect(h.transport.records.map(\.path) == ["/add"])
@@ -59,15 +50,15 @@ struct DurableRefusalTests {
                 "00000000000000000001.refused", "00000000000000000002.task", "00000000000000000003.task",
             ])
         // Another scope is not stopped.
-        #expect(h.send(edit("/remove", scope: "wishlist")).state.name == "finished")
+        #expect(h.send(durableEdit("/remove", scope: "wishlist")).state.name == "finished")
     }
 
     @Test func droppingTheRefusedTaskLetsTheLineGoOnInOrder() throws {
         let folder = TemporaryFolder()
         let h = stoppingHarness(folder)
-        h.send(edit("/add"))
-        let update = h.send(edit("/update"))
-        let remove = h.send(edit("/remove"))
+        h.send(durableEdit("/add"))
+        let update = h.send(durableEdit("/update"))
+        let remove = h.send(durableEdit("/remove"))
         #expect(try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .drop) == nil)
         #expect(update.state.name == "finished")
         #expect(remove.state.name == "finished")
@@ -81,8 +72,8 @@ struct DurableRefusalTests {
         let folder = TemporaryFolder()
         let h = stoppingHarness(folder)
         h.transport.stub(nil, "/add", .status(422), .json("{}"))
-        let add = h.send(edit("/add"))
-        let update = h.send(edit("/update"))
+        let add = h.send(durableEdit("/add"))
+        let update = h.send(durableEdit("/update"))
         let retried = try #require(try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .retry))
         #expect(retried.request.path == "/add")
         #expect(retried.idempotencyKey == add.idempotencyKey)
@@ -96,15 +87,15 @@ struct DurableRefusalTests {
         let folder = TemporaryFolder()
         do {
             let h = stoppingHarness(folder)
-            h.send(edit("/add"))
-            h.send(edit("/update"))
+            h.send(durableEdit("/add"))
+            h.send(durableEdit("/update"))
         }
         let h = stoppingHarness(folder)
         let replay = try h.manager.replayDurableTasks(inScope: "cart")
         #expect(replay.stoppedBy?.lastPathComponent == "00000000000000000001.refused")
         #expect(replay.tasks.map(\.request.path) == ["/update"])
         #expect(replay.tasks.map(\.state.name) == ["waiting"])
-        let later = h.send(edit("/later"))
+        let later = h.send(durableEdit("/later"))
         #expect(later.state.name == "waiting")
         #expect(h.transport.records.isEmpty)
         try h.manager.resolveRefusedDurableTask(inScope: "cart", by: .drop)
@@ -117,8 +108,8 @@ struct DurableRefusalTests {
         let h = Harness(durableStore: APIEngine.DurableStore(directory: folder.url))
         h.transport.stub(nil, "/add", .status(422))
         h.transport.stub(nil, "/update", .json("{}"))
-        let add = h.send(edit("/add"))
-        let update = h.send(edit("/update"))
+        let add = h.send(durableEdit("/add"))
+        let update = h.send(durableEdit("/update"))
         #expect(add.state.name == "status(422)")
         #expect(update.state.name == "finished")
         #expect(records(in: folder.url) == [])
@@ -128,8 +119,8 @@ struct DurableRefusalTests {
     func anAnswerThatMaySucceedLaterDoesNotStopTheLine(status: Int) {
         let folder = TemporaryFolder()
         let h = stoppingHarness(folder, status: status)
-        h.send(edit("/add"))
-        let update = h.send(edit("/update"))
+        h.send(durableEdit("/add"))
+        let update = h.send(durableEdit("/update"))
         #expect(update.state.name == "finished")
         #expect(records(in: folder.url) == [])
     }
@@ -139,7 +130,7 @@ struct DurableRefusalTests {
         do {
             let h = stoppingHarness(folder)
             h.transport.stub(nil, "/update", MockTransport.Reply.json("{}").held())
-            for path in ["/update", "/old", "/remove"] { h.send(edit(path)) }
+            for path in ["/update", "/old", "/remove"] { h.send(durableEdit(path)) }
         }
         let scopeFolder = folder.url.appendingPathComponent(DurableScopeFolder.folderName(of: "cart"))
         let old = DurableRecord(
@@ -164,18 +155,19 @@ struct DurableRefusalTests {
         let folder = TemporaryFolder()
         let h = stoppingHarness(folder)
         h.transport.stub(nil, "/add-fixed", .json("{}"))
-        let refused = h.send(edit("/add"))
-        let update = h.send(edit("/update"))
-        let fixed = try h.manager.resolveRefusedDurableTask(inScope: "cart", replacingWith: edit("/add-fixed"))
+        let refused = h.send(durableEdit("/add"))
+        let update = h.send(durableEdit("/update"))
+        let fixed = try h.manager.resolveRefusedDurableTask(inScope: "cart", replacingWith: durableEdit("/add-fixed"))
         #expect(fixed.state.name == "finished")
         #expect(update.state.name == "finished")
         #expect(h.transport.records.map(\.path) == ["/add", "/add-fixed", "/update"])
         #expect(fixed.idempotencyKey != nil && fixed.idempotencyKey != refused.idempotencyKey)
         #expect(records(in: folder.url) == [])
         // A replacement for another scope is refused, and changes nothing.
-        h.send(edit("/add"))
+        h.send(durableEdit("/add"))
         #expect(throws: APIError.self) {
-            try h.manager.resolveRefusedDurableTask(inScope: "cart", replacingWith: edit("/add-fixed", scope: "other"))
+            try h.manager.resolveRefusedDurableTask(
+                inScope: "cart", replacingWith: durableEdit("/add-fixed", scope: "other"))
         }
         #expect(records(in: folder.url).contains { $0.hasSuffix(".refused") })
     }
