@@ -36,7 +36,7 @@ func openCart(
     configuration.durableStore = APIEngine.DurableStore(directory: folder)
     let cart = CartEditsAPI(engine: APIEngine(configuration: configuration))
     let replay = try cart.replayDurableTasks(inScope: "cart")
-    print("sent again: \(replay.tasks.count), set aside: \(replay.setAside.count)")
+    print("sent again: \(replay.count), set aside: \(replay.setAside.count)")
     return cart
 }
 

@@ -155,7 +155,7 @@ struct SchedulingMachineRandomTests {
         // No task both waiting and running: a task in a line waits, a started one runs or waits for a retry.
         for task in harness.tasks {
             switch task.record.membership {
-            case .line, .lineFront, .quiet:
+            case .line, .lineFront, .lineRestored, .quiet:
                 #expect(task.phase == .waiting, "\(place): task \(task.identifier) in line but \(task.phase)")
             case .started, .startedFromLine:
                 #expect(

@@ -126,7 +126,7 @@ configuration.durableStore = APIEngine.DurableStore(directory: store)
 let mutations = Mutations(engine: APIEngine(configuration: configuration))
 do {
     let replay = try mutations.replayDurableTasks(inScope: "mutations")
-    print("replayed \(replay.tasks.map(\.request.name)) set aside \(replay.setAside.count)")
+    print("replayed \(replay.count) set aside \(replay.setAside.count)")
 } catch {
     print("replay failed: \(error)")
     exit(1)

@@ -9,6 +9,9 @@
 //                                    of payload (a transport that never answers; the engine released)
 //   DurableCost replay DIR           a new engine replays DIR's line (the transport holds every request):
 //                                    the time it took, how many tasks, and the process's peak memory
+//   DurableCost drain DIR            the same, the transport answering inside `send`, the engine on its
+//                                    default work queues, the replay's outcomes dropped: the whole line is
+//                                    sent and removed; the time until the last ended, and the peak memory
 import APIManagerKit
 import Dispatch
 import Foundation
@@ -51,11 +54,16 @@ struct Transport: APITransport {
     }
 }
 
-func makeManager(store: APIEngine.DurableStore?, answers: Bool) -> CartAPI {
+func makeManager(store: APIEngine.DurableStore?, answers: Bool, inline: Bool = true) -> CartAPI {
     var configuration = APIEngine.Configuration()
     configuration.transport = Transport(answers: answers)
-    configuration.delivery = .inline
-    configuration.execution = .inline
+    if inline {
+        configuration.delivery = .inline
+        configuration.execution = .inline
+    } else {
+        // The main queue is not run here (the main thread waits): events go to a queue of their own.
+        configuration.delivery = .queue(DispatchQueue(label: "DurableCost.delivery"))
+    }
     configuration.defaultHeaders = .none
     configuration.durableStore = store
     return CartAPI(engine: APIEngine(configuration: configuration))
@@ -127,23 +135,32 @@ case "write":
         for number in 0..<count { manager.send(Edit(number: number, payload: payload, policy: "durable")) }
     }
     print("wrote \(count) pending durable tasks of \(bytes) payload bytes")
-case "replay":
-    guard arguments.count == 2 else { fail("usage: DurableCost replay DIR") }
+case "replay", "drain":
+    guard arguments.count == 2 else { fail("usage: DurableCost \(mode) DIR") }
     let before = peakMemoryKiB()
+    let drains = mode == "drain"
     let manager = makeManager(
-        store: APIEngine.DurableStore(directory: URL(fileURLWithPath: arguments[1])), answers: false)
+        store: APIEngine.DurableStore(directory: URL(fileURLWithPath: arguments[1])), answers: drains,
+        inline: !drains)
     let start = now()
-    let replay: APIEngine.DurableStore.Replay<CartAPI>
+    let count: Int
+    let setAside: Int
     do {
-        replay = try manager.replayDurableTasks(inScope: "cart")
+        let replay = try manager.replayDurableTasks(inScope: "cart")
+        (count, setAside) = (replay.count, replay.setAside.count)
     } catch {
         fail("replay failed: \(error)")
     }
-    let seconds = now() - start
+    let replayed = now() - start
+    let afterReplay = peakMemoryKiB()
+    while drains, manager.engine.inFlightCount > 0 { usleep(1_000) }
+    let drained = now() - start
     print(
         String(
-            format: "replayed %d tasks (%d set aside) in %.3f s; peak memory %d KiB (%d KiB before the replay)",
-            replay.tasks.count, replay.setAside.count, seconds, peakMemoryKiB(), before))
+            format:
+                "replayed %d tasks (%d set aside) in %.3f s%@; peak memory %d KiB (%d KiB before, %d KiB after the replay)",
+            count, setAside, replayed, drains ? String(format: ", all sent and ended in %.3f s", drained) : "",
+            peakMemoryKiB(), before, afterReplay))
     manager.cancelAll()
 default:
     fail("unknown mode \(mode)")

@@ -208,6 +208,13 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         .failure(.durableStore(reason: "the record cannot be restored without a manager"))
     }
 
+    /// `count` records this task's replay counted could not be made into tasks after all (changed
+    /// on disk since, or their manager is gone): a replay's outcomes stop waiting for them.
+    func restoredRecordsLost(_ count: Int) {}
+
+    /// Whether an observer (the async API, a replay's outcomes) was given the task before it was sent.
+    var isObserved: Bool { false }
+
     /// The value of this task's idempotency header (see ``APIRequest/idempotencyKey``), the same on
     /// every attempt; `nil` when the request declares none.
     public var idempotencyKey: String? {
@@ -262,13 +269,16 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         identifier: UInt64, policy: APIConcurrencyPolicy, scope: String? = nil, priority: Int = 0,
         lineLimit: APIConcurrencyPolicy.LineLimit? = nil, concurrencyLimit: Int = 4,
         pacing: APIConcurrencyPolicy.Pacing = APIConcurrencyPolicy.Pacing(),
-        group: APIConcurrencyPolicy.Group? = nil
+        group: APIConcurrencyPolicy.Group? = nil, durableSlot: DurableSlot? = nil
     ) {
         self.init(
             identifier: identifier,
             settings: Settings(
                 policy: policy, scope: scope, priority: priority, lineLimit: lineLimit,
-                concurrencyLimit: concurrencyLimit, pacing: pacing, group: group),
+                concurrencyLimit: concurrencyLimit, pacing: pacing, group: group,
+                extras: Extras.make(
+                    totalTimeout: nil, idempotencyHeader: nil, credentialOrigins: nil, reportsProgress: false,
+                    download: nil, bodyStream: nil, addedHeaders: nil, durableSlot: durableSlot)),
             engine: nil)
     }
 

@@ -15,33 +15,25 @@ extension APIEngine {
             }
             return
         }
-        var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
-        let (_, _, refusal) = durableStore.write(
-            task, stop: { [scope = task.concurrencyScope] in decided.append(decide { $0.stopLine(of: scope) }) },
-            send: { sent in decided.append(decide { $0.send(sent, observed: sent === task && observed) }) })
-        for (actions, delivery) in decided { perform(actions, delivery: delivery) }
+        let line = DurableLineEvents(engine: self, scope: task.concurrencyScope, sentIsObserved: observed)
+        let refusal = durableStore.write(task, line: line)
+        line.perform()
         if let refusal { transition { $0.sendRefused(task, observed: observed, error: refusal) } }
     }
 
-    /// Sends again what `scope`'s durable line held, if this engine's store had not opened it yet;
-    /// `template` is a task of the manager that decodes the records.
+    /// Sends again what `scope`'s durable line held, if this engine's store had not opened it yet
+    /// (`nil` when it had); `template` is a task of the manager that decodes the records.
     func replayDurableLine(
         _ scope: String?, restoringWith template: AnyAPITask
-    ) throws(APIError) -> (
-        restored: [AnyAPITask], setAside: [APIEngine.DurableStore.SetAside], stoppedBy: URL?
-    ) {
+    ) throws(APIError) -> APIEngine.DurableStore.Opened? {
         guard let durableStore else {
             throw .durableStore(
                 reason:
                     "replaying a durable line needs the engine's durable store (APIEngine.Configuration.durableStore)")
         }
-        var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
-        // The restored tasks are observed: the template gave each an observer (the replay's outcomes).
-        let replay = try durableStore.replay(
-            scope, restoringWith: template, stop: { decided.append(decide { $0.stopLine(of: scope) }) },
-            send: { sent in decided.append(decide { $0.send(sent, observed: true) }) })
-        for (actions, delivery) in decided { perform(actions, delivery: delivery) }
-        return replay
+        let line = DurableLineEvents(engine: self, scope: scope, sentIsObserved: false)
+        defer { line.perform() }
+        return try durableStore.replay(scope, restoringWith: template, line: line)
     }
 
     /// Resolves the refusal that stopped `scope`'s durable line (see
@@ -54,24 +46,69 @@ extension APIEngine {
             throw .durableStore(
                 reason: "resolving a refusal needs the engine's durable store (APIEngine.Configuration.durableStore)")
         }
-        var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
-        let retried = try durableStore.resolve(
-            scope, by: resolution, restoringWith: template, restore: restore,
-            stop: { decided.append(decide { $0.stopLine(of: scope) }) },
-            send: { sent in decided.append(decide { $0.send(sent, observed: false) }) },
-            resume: { decided.append(decide { $0.resumeLine(of: scope) }) })
-        for (actions, delivery) in decided { perform(actions, delivery: delivery) }
-        return retried
+        let line = DurableLineEvents(engine: self, scope: scope, sentIsObserved: false)
+        defer { line.perform() }
+        return try durableStore.resolve(scope, by: resolution, restoringWith: template, restore: restore, line: line)
     }
 
-    /// Runs an event of the machine under the lock and returns what to perform, for a caller that
-    /// performs it later (after releasing a lock of its own: see ``transition(reportingTo:_:)``).
-    private func decide(
-        _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
-    ) -> (SchedulingMachine.Actions, APIEngine.Delivery?) {
-        state.withLock { state in
-            let actions = event(&state.machine)
-            return (actions, actions.deliverEvents ? state.delivery : nil)
+    /// A task of `scope`'s replay window ended: `store` (this engine's) lets the line's next records in.
+    ///
+    /// On an inline engine a refill's tasks may end inside it and ask for the next refill: the
+    /// engine's start trampoline runs each start after the call that decided it returned, so the
+    /// refills follow one another rather than nest.
+    func refillDurableLine(_ scope: String?, from store: APIEngine.DurableStore) {
+        let line = DurableLineEvents(engine: self, scope: scope, sentIsObserved: false)
+        store.refill(scope, line: line)
+        line.perform()
+    }
+
+    /// What a durable store tells one scope's line while it holds its own lock: each is an event of
+    /// the machine, run at once under the engine's lock (so the line's order is the store's), whose
+    /// actions are performed by ``perform()`` once the store's lock is released.
+    ///
+    /// Used on one thread, by the call that made it.
+    final class DurableLineEvents {
+        private unowned let engine: APIEngine
+        private let scope: String?
+        /// Whether the task the call sends (not a restored one) has an async caller.
+        private let sentIsObserved: Bool
+        private var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
+
+        init(engine: APIEngine, scope: String?, sentIsObserved: Bool) {
+            self.engine = engine
+            self.scope = scope
+            self.sentIsObserved = sentIsObserved
+        }
+
+        /// A task joins the line: a restored one is observed when its replay's template gave it an
+        /// observer (the replay's outcomes).
+        func send(_ task: AnyAPITask) {
+            let observed = task.isRestored ? task.isObserved : sentIsObserved
+            decide { $0.send(task, observed: observed) }
+        }
+
+        /// A kept refusal stops the line.
+        func stop() { decide { [scope] in $0.stopLine(of: scope) } }
+        /// The app resolved the refusal: the line moves again.
+        func resume() { decide { [scope] in $0.resumeLine(of: scope) } }
+        /// Restored records are still on disk: only restored tasks start.
+        func holdBehindBacklog() { decide { [scope] in $0.holdBehindBacklog(of: scope) } }
+        /// The last restored record is a task: the line's other tasks may start again.
+        func backlogDrained() { decide { [scope] in $0.backlogDrained(of: scope) } }
+
+        /// Performs what the events decided, in order; called after the store's lock is released.
+        func perform() {
+            let decided = self.decided
+            self.decided = []
+            for (actions, delivery) in decided { engine.perform(actions, delivery: delivery) }
+        }
+
+        private func decide(_ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {
+            decided.append(
+                engine.state.withLock { state in
+                    let actions = event(&state.machine)
+                    return (actions, actions.deliverEvents ? state.delivery : nil)
+                })
         }
     }
 }

@@ -43,6 +43,9 @@ extension APIEngine {
         private let write: @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
         /// The scopes this store has opened, by scope.
         private let scopes = LockedState([ScopeKey: DurableScopeFolder]())
+        /// How many restored tasks of a scope a replay keeps in memory at once; the line's later
+        /// records stay on disk, each made into a task as one of these ends.
+        let replayWindow: Int
 
         private struct ScopeKey: Hashable {
             let scope: String?
@@ -69,12 +72,15 @@ extension APIEngine {
             }
         }
 
-        /// A store whose records are written by `write` (tests: a full disk).
+        /// A store whose records are written by `write` (tests: a full disk), keeping `replayWindow`
+        /// restored tasks of a scope in memory at once (tests: a small window).
         init(
             directory: URL, whenRefused: Refusal = .dropAndGoOn, scopesWhenRefused: [String: Refusal] = [:],
+            replayWindow: Int = 32,
             write: @escaping @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
         ) {
             self.directory = directory
+            self.replayWindow = max(1, replayWindow)
             self.whenRefused = whenRefused
             self.scopesWhenRefused = scopesWhenRefused
             self.write = write
@@ -135,10 +141,17 @@ extension APIEngine {
         }
 
         /// What ``APIManager/replayDurableTasks(inScope:)`` sent again.
+        ///
+        /// A replay reads and checks every record at once (so ``setAside`` and ``stoppedBy`` are
+        /// complete), but makes tasks of only the first few (32) at once: each later record is read
+        /// again and made into its task when one of those ends, so a long line costs memory for its
+        /// length, not for its requests' bodies. The tasks end as any task does, through the
+        /// manager's forwarding methods and so its delegate (``AnyAPITask/isRestored`` tells them
+        /// apart), and through ``outcomes``.
         public struct Replay<Manager: APIManager>: Sendable {
-            /// The tasks sent again, in their line's order (each ``AnyAPITask/isRestored``). They end as
-            /// any task does, through the manager's forwarding methods and so its delegate.
-            public let tasks: [APITask<Manager.Request>]
+            /// How many tasks the replay sends again, in their line's order, before any new task of
+            /// the scope.
+            public let count: Int
             /// The records that could not be sent again, in their line's order; the line went on
             /// without them. (Under ``Refusal/stopTheLine`` a record that no longer decodes stops the
             /// line instead, named by ``stoppedBy``.)
@@ -147,9 +160,10 @@ extension APIEngine {
             /// does: the restored tasks wait until the app resolves it
             /// (``APIManager/resolveRefusedDurableTask(inScope:by:)``).
             public let stoppedBy: URL?
-            /// How each task of ``tasks`` ended, as it ends (so in the line's order), with its typed
+            /// How each restored task ended, as it ends (so in the line's order), with its typed
             /// response; the sequence finishes when the last has ended (at once when there is none).
-            /// The delegate is told as well.
+            /// The delegate is told as well. The sequence keeps what is not yet read: read it, or
+            /// drop it.
             public let outcomes: AsyncStream<Outcome>
 
             /// How one restored task ended.
@@ -163,53 +177,46 @@ extension APIEngine {
 
         // MARK: Sending and ending (the engine's side)
 
+        /// What a replay found when it opened a scope.
+        struct Opened {
+            /// How many tasks it sends again (those in memory now, and those still on disk).
+            var count = 0
+            var setAside: [SetAside] = []
+            var stoppedBy: URL?
+        }
+
         /// Opens `task`'s scope (replaying what it held, first), writes the task and hands both to
-        /// `send`, in order, while no other task of the store can be written: `send` applies the
-        /// policy under the engine's lock and returns what to perform, performed after this returns.
-        /// Returns the replayed tasks and set-aside records, and the error the task fails with when
-        /// it could not be written (`nil` when it was).
-        func write(
-            _ task: AnyAPITask, stop: () -> Void, send: (AnyAPITask) -> Void
-        ) -> (restored: [AnyAPITask], setAside: [SetAside], refusal: APIError?) {
+        /// `line`, in order, while no other task of the store can be written: `line` applies the
+        /// policy under the engine's lock, and what it decides is performed after this returns.
+        /// Returns the error the task fails with when it could not be written (`nil` when it was).
+        func write(_ task: AnyAPITask, line: APIEngine.DurableLineEvents) -> APIError? {
             // The request's `Encodable` conformance is user code: it runs before the lock is taken.
             let description = Result { () throws(APIError) in try task.durableDescription() }
             return scopes.withLock { scopes in
                 let folder: DurableScopeFolder
-                var restored: [AnyAPITask] = []
-                var setAside: [SetAside] = []
-                let stopped: URL?
                 do throws(APIError) {
-                    (folder, restored, setAside, stopped) = try open(
-                        task.concurrencyScope, in: &scopes, restoringWith: task)
-                } catch {
-                    return ([], [], error)
-                }
-                if stopped != nil { stop() }
-                for replayed in restored { send(replayed) }
-                do throws(APIError) {
+                    (folder, _) = try open(task.concurrencyScope, in: &scopes, restoringWith: task, line: line)
                     let (type, json) = try description.get()
                     let sequence = try folder.append(
                         idempotencyKey: task.idempotencyKey, requestType: type, request: json)
                     task.durableSlot?.fill(
                         DurableSlot.Entry(store: self, scope: task.concurrencyScope, sequence: sequence))
                 } catch {
-                    return (restored, setAside, error)
+                    return error
                 }
-                send(task)
-                return (restored, setAside, nil)
+                line.send(task)
+                return nil
             }
         }
 
         /// Opens `scope` for a replay without a new task: `template` knows the manager's types.
+        /// Returns nothing when this store had opened the scope already.
         func replay(
-            _ scope: String?, restoringWith template: AnyAPITask, stop: () -> Void, send: (AnyAPITask) -> Void
-        ) throws(APIError) -> (restored: [AnyAPITask], setAside: [SetAside], stoppedBy: URL?) {
-            try scopes.withLock { scopes -> Result<([AnyAPITask], [SetAside], URL?), APIError> in
+            _ scope: String?, restoringWith template: AnyAPITask, line: APIEngine.DurableLineEvents
+        ) throws(APIError) -> Opened? {
+            try scopes.withLock { scopes -> Result<Opened?, APIError> in
                 do throws(APIError) {
-                    let (_, restored, setAside, stopped) = try open(scope, in: &scopes, restoringWith: template)
-                    if stopped != nil { stop() }
-                    for replayed in restored { send(replayed) }
-                    return .success((restored, setAside, stopped))
+                    return .success(try open(scope, in: &scopes, restoringWith: template, line: line).opened)
                 } catch {
                     return .failure(error)
                 }
@@ -218,17 +225,14 @@ extension APIEngine {
 
         /// Resolves the refusal that stopped `scope`'s line: puts the refused record back and returns
         /// the task `restore` makes of it (``Resolution/retry``), or removes it (``Resolution/drop``);
-        /// `send` runs, under the store's lock, with the retried task, then `resume`.
+        /// `line` is sent the retried task, then resumed, under the store's lock.
         func resolve(
             _ scope: String?, by resolution: ResolutionStep, restoringWith template: AnyAPITask,
-            restore: (DurableRecord) -> Result<AnyAPITask, APIError>, stop: () -> Void, send: (AnyAPITask) -> Void,
-            resume: () -> Void
+            restore: (DurableRecord) -> Result<AnyAPITask, APIError>, line: APIEngine.DurableLineEvents
         ) throws(APIError) -> AnyAPITask? {
             try scopes.withLock { scopes -> Result<AnyAPITask?, APIError> in
                 do throws(APIError) {
-                    let (folder, restored, _, stopped) = try open(scope, in: &scopes, restoringWith: template)
-                    if stopped != nil { stop() }
-                    for replayed in restored { send(replayed) }
+                    let (folder, _) = try open(scope, in: &scopes, restoringWith: template, line: line)
                     guard let refused = folder.refusedSequences().first else {
                         return .failure(
                             .durableStore(
@@ -249,7 +253,7 @@ extension APIEngine {
                             ))
                         folder.dropRefused(refused)
                         task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
-                        send(task)
+                        line.send(task)
                         retried = task
                     case .retry:
                         let reinstated = folder.reinstateRefused(refused).flatMap(restore)
@@ -259,10 +263,10 @@ extension APIEngine {
                             return reinstated.map { _ in nil }
                         }
                         task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
-                        send(task)
+                        line.send(task)
                         retried = task
                     }
-                    if folder.refusedSequences().isEmpty { resume() }
+                    if folder.refusedSequences().isEmpty { line.resume() }
                     return .success(retried)
                 } catch {
                     return .failure(error)
@@ -275,38 +279,103 @@ extension APIEngine {
             scopes.withLock { scopes in scopes[ScopeKey(scope: scope)]?.keepRefused(sequence) }
         }
 
-        /// The folder of `scope`, opened if this store had not yet: then the tasks its records
-        /// describe, made by `template` (its manager decodes them), and the records set aside.
+        /// The folder of `scope`, opened if this store had not yet: its records are checked, the
+        /// first ``replayWindow`` made into tasks by `template` (its manager decodes them) and sent to
+        /// `line`, the others left on disk for ``refill(_:line:)``.
         private func open(
-            _ scope: String?, in scopes: inout [ScopeKey: DurableScopeFolder], restoringWith template: AnyAPITask
-        ) throws(APIError) -> (DurableScopeFolder, [AnyAPITask], [SetAside], stoppedBy: URL?) {
-            if let folder = scopes[ScopeKey(scope: scope)] { return (folder, [], [], nil) }
+            _ scope: String?, in scopes: inout [ScopeKey: DurableScopeFolder], restoringWith template: AnyAPITask,
+            line: APIEngine.DurableLineEvents
+        ) throws(APIError) -> (folder: DurableScopeFolder, opened: Opened?) {
+            if let folder = scopes[ScopeKey(scope: scope)] { return (folder, nil) }
             let folder = try DurableScopeFolder(scope: scope, in: directory, write: write)
             scopes[ScopeKey(scope: scope)] = folder
-            var restored: [AnyAPITask] = []
-            var setAside: [SetAside] = []
+            var opened = Opened()
+            var window: [AnyAPITask] = []
+            var backlog: [UInt64] = []
             let stopsTheLine = refusal(for: scope) == .stopTheLine
-            for sequence in folder.pendingSequences() {
+            records: for sequence in folder.pendingSequences() {
                 // A damaged record is set aside; one that no longer decodes too, unless its scope's
                 // rule stops the line: it is then kept as refused, for the app to resolve.
                 let record: DurableRecord
                 switch folder.read(sequence) {
                 case .success(let read): record = read
                 case .failure(let error):
-                    setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
+                    opened.setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
                     continue
                 }
+                // Every record is decoded now, so that what cannot be replayed is known at once; only
+                // the window's tasks are kept.
                 switch template.restoredTask(from: record) {
                 case .success(let task):
-                    task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: sequence))
-                    restored.append(task)
+                    opened.count += 1
+                    if backlog.isEmpty, window.count < replayWindow {
+                        task.durableSlot?.fill(
+                            DurableSlot.Entry(store: self, scope: scope, sequence: sequence, inWindow: true))
+                        window.append(task)
+                    } else {
+                        backlog.append(sequence)
+                    }
+                case .failure(.cancelled(reason: .managerReleased)):
+                    // No manager to send them: the records stay, for the next launch.
+                    break records
                 case .failure where stopsTheLine:
                     folder.keepRefused(sequence)
                 case .failure(let error):
-                    setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
+                    opened.setAside.append(SetAside(scope: scope, file: folder.setAside(sequence), error: error))
                 }
             }
-            return (folder, restored, setAside, folder.refusedSequences().first.map(folder.refusedURL(of:)))
+            opened.stoppedBy = folder.refusedSequences().first.map(folder.refusedURL(of:))
+            if opened.stoppedBy != nil { line.stop() }
+            if !backlog.isEmpty {
+                folder.backlog = DurableScopeFolder.Backlog(
+                    sequences: backlog, template: template, inWindow: window.count)
+                line.holdBehindBacklog()
+            }
+            for task in window { line.send(task) }
+            return (folder, opened)
+        }
+
+        /// A task of `scope`'s replay window ended: the next records still on disk are made into
+        /// tasks and sent to `line`, until the window is full again; the line is told when the last
+        /// is.
+        func refill(_ scope: String?, line: APIEngine.DurableLineEvents) {
+            scopes.withLock { scopes in
+                guard let folder = scopes[ScopeKey(scope: scope)], var backlog = folder.backlog else { return }
+                defer { folder.backlog = backlog.isDrained ? nil : backlog }
+                backlog.inWindow -= 1
+                let stopsTheLine = refusal(for: scope) == .stopTheLine
+                while backlog.inWindow < replayWindow, let sequence = backlog.next() {
+                    // Checked when the line was opened: a record that fails now was changed since.
+                    let record: DurableRecord
+                    switch folder.read(sequence) {
+                    case .success(let read): record = read
+                    case .failure:
+                        _ = folder.setAside(sequence)
+                        backlog.template.restoredRecordsLost(1)
+                        continue
+                    }
+                    switch backlog.template.restoredTask(from: record) {
+                    case .success(let task):
+                        task.durableSlot?.fill(
+                            DurableSlot.Entry(store: self, scope: scope, sequence: sequence, inWindow: true))
+                        backlog.inWindow += 1
+                        line.send(task)
+                    case .failure(.cancelled(reason: .managerReleased)):
+                        // No manager to send them: the records stay, for the next launch, and the
+                        // line lets this run's other tasks go (another manager's, on this engine).
+                        backlog.template.restoredRecordsLost(backlog.remaining + 1)
+                        backlog.abandon()
+                    case .failure where stopsTheLine:
+                        folder.keepRefused(sequence)
+                        backlog.template.restoredRecordsLost(1)
+                        line.stop()
+                    case .failure:
+                        _ = folder.setAside(sequence)
+                        backlog.template.restoredRecordsLost(1)
+                    }
+                }
+                if backlog.isDrained { line.backlogDrained() }
+            }
         }
 
         /// The task of record `sequence` ended: its record goes.
@@ -333,6 +402,8 @@ final class DurableSlot: Sendable {
         let store: APIEngine.DurableStore
         let scope: String?
         let sequence: UInt64
+        /// Whether the task is one of its replay's window (its end lets the next record in).
+        var inWindow = false
     }
 
     private let entry = LockedState<Entry?>(nil)
@@ -354,20 +425,23 @@ final class DurableSlot: Sendable {
         self.entry.withLock { $0 = entry }
     }
 
-    /// The task ended with `outcome` (`nil`: a response): its record goes, unless the task ended
-    /// because its manager or engine was released. Only the first call does anything.
-    func taskEnded(with error: APIError?) {
+    /// The task ended with `error` (`nil`: a response): its record goes, unless the task ended
+    /// because its manager or engine was released; a task of a replay's window lets the next record
+    /// of its line in (through `engine`). Only the first call does anything.
+    func taskEnded(with error: APIError?, engine: APIEngine?) {
         guard
             let entry = entry.withLock({ entry -> Entry? in
                 defer { entry = nil }
                 return entry
             })
         else { return }
-        if case .cancelled(reason: .managerReleased)? = error { return }
-        if stopsTheLineWhenRefused, let error, APIEngine.DurableStore.isFinalRefusal(error) {
+        if case .cancelled(reason: .managerReleased)? = error {
+            // Kept for the next launch; the window's next record would have no manager either.
+        } else if stopsTheLineWhenRefused, let error, APIEngine.DurableStore.isFinalRefusal(error) {
             entry.store.keepRefused(entry.sequence, scope: entry.scope)
-            return
+        } else {
+            entry.store.remove(entry.sequence, scope: entry.scope)
         }
-        entry.store.remove(entry.sequence, scope: entry.scope)
+        if entry.inWindow { engine?.refillDurableLine(entry.scope, from: entry.store) }
     }
 }

@@ -18,19 +18,16 @@ extension APIManager {
     public func replayDurableTasks(inScope scope: String?) throws(APIError) -> APIEngine.DurableStore.Replay<Self> {
         let (outcomes, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
         let template = DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
-        let restored: [AnyAPITask]
-        let setAside: [APIEngine.DurableStore.SetAside]
-        let stoppedBy: URL?
+        let opened: APIEngine.DurableStore.Opened
         do {
-            (restored, setAside, stoppedBy) = try engine.replayDurableLine(scope, restoringWith: template)
+            opened = try engine.replayDurableLine(scope, restoringWith: template) ?? APIEngine.DurableStore.Opened()
         } catch {
             continuation.finish()
             throw error
         }
-        template.outcomes.expect(restored.count)
+        template.outcomes.expect(opened.count)
         return APIEngine.DurableStore.Replay(
-            tasks: restored.compactMap { $0 as? APITask<Request> }, setAside: setAside, stoppedBy: stoppedBy,
-            outcomes: outcomes)
+            count: opened.count, setAside: opened.setAside, stoppedBy: opened.stoppedBy, outcomes: outcomes)
     }
 
     /// Resolves the final refusal that stopped the durable line of `scope`
@@ -95,7 +92,7 @@ extension APIManager {
 private final class ReplayOutcomes<Manager: APIManager>: Sendable {
     private let continuation: AsyncStream<APIEngine.DurableStore.Replay<Manager>.Outcome>.Continuation
     /// How many ends are still to come; `nil` until the replay knows how many tasks it restored.
-    private let pending = LockedState<(ended: Int, expected: Int?)>((0, nil))
+    private let pending = LockedState<(ended: Int, lost: Int, expected: Int?)>((0, 0, nil))
 
     init(_ continuation: AsyncStream<APIEngine.DurableStore.Replay<Manager>.Outcome>.Continuation) {
         self.continuation = continuation
@@ -105,7 +102,7 @@ private final class ReplayOutcomes<Manager: APIManager>: Sendable {
         continuation.yield(APIEngine.DurableStore.Replay<Manager>.Outcome(task: task, result: result))
         let done = pending.withLock { pending -> Bool in
             pending.ended += 1
-            return pending.expected.map { pending.ended >= $0 } ?? false
+            return pending.expected.map { pending.ended + pending.lost >= $0 } ?? false
         }
         if done { continuation.finish() }
     }
@@ -113,7 +110,16 @@ private final class ReplayOutcomes<Manager: APIManager>: Sendable {
     func expect(_ count: Int) {
         let done = pending.withLock { pending -> Bool in
             pending.expected = count
-            return pending.ended >= count
+            return pending.ended + pending.lost >= count
+        }
+        if done { continuation.finish() }
+    }
+
+    /// `count` of the expected tasks will never be made (see ``AnyAPITask/restoredRecordsLost(_:)``).
+    func lost(_ count: Int) {
+        let done = pending.withLock { pending -> Bool in
+            pending.lost += count
+            return pending.expected.map { pending.ended + pending.lost >= $0 } ?? false
         }
         if done { continuation.finish() }
     }
@@ -131,6 +137,8 @@ private final class DurableTemplate<Manager: APIManager>: AnyAPITask, @unchecked
         self.outcomes = outcomes
         super.init(identifier: 0, settings: Settings(policy: .durable), engine: manager.engine)
     }
+
+    override func restoredRecordsLost(_ count: Int) { outcomes.lost(count) }
 
     /// The restored task, observed: its end goes to the replay's outcomes.
     override func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {

@@ -23,6 +23,9 @@ final class DurableScopeFolder {
     private let lockDescriptor: Int32
     /// The sequence the next record gets.
     private(set) var nextSequence: UInt64
+    /// The records a replay checked but left on disk (beyond its window), until each is made into
+    /// its task; `nil` when there are none.
+    var backlog: Backlog?
     /// Writes a record's bytes (a seam for tests of a full disk).
     private let write: @Sendable (Data, URL) throws(OwnerOnlyFile.WriteError) -> Void
 
@@ -213,6 +216,40 @@ final class DurableScopeFolder {
         try? OwnerOnlyFile.synchronizeDirectory(of: to)
         try? OwnerOnlyFile.synchronizeDirectory(of: from)
         return to
+    }
+}
+
+extension DurableScopeFolder {
+    /// A replay's records still on disk, in their line's order, and how many of its restored tasks
+    /// are in memory (not yet ended).
+    struct Backlog {
+        private let sequences: [UInt64]
+        private var position = 0
+        /// Makes the records' tasks (its manager decodes them).
+        let template: AnyAPITask
+        /// The window's tasks that have not ended.
+        var inWindow: Int
+
+        init(sequences: [UInt64], template: AnyAPITask, inWindow: Int) {
+            self.sequences = sequences
+            self.template = template
+            self.inWindow = inWindow
+        }
+
+        /// Whether every record has been taken (or the rest abandoned).
+        var isDrained: Bool { position >= sequences.count }
+        /// How many records are still to be taken.
+        var remaining: Int { sequences.count - position }
+
+        /// The next record's sequence, taken.
+        mutating func next() -> UInt64? {
+            guard position < sequences.count else { return nil }
+            defer { position += 1 }
+            return sequences[position]
+        }
+
+        /// Leaves the rest on disk, for the next launch (the manager is gone).
+        mutating func abandon() { position = sequences.count }
     }
 }
 

@@ -77,6 +77,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     /// Registers the async caller; called before the task is sent, on the thread that sends it.
+    override var isObserved: Bool { observer != nil }
+
     func observe(_ observer: @escaping @Sendable (Observation) -> Void) {
         self.observer = observer
     }
@@ -104,8 +106,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     override func deliver(_ event: Event) {
         if let durableSlot {
             switch event {
-            case .finished: durableSlot.taskEnded(with: nil)
-            case .failed(let error): durableSlot.taskEnded(with: error)
+            case .finished: durableSlot.taskEnded(with: nil, engine: engine)
+            case .failed(let error): durableSlot.taskEnded(with: error, engine: engine)
             case .waiting, .started, .progress, .willRetry, .cachedResponse: break
             }
         }
@@ -143,7 +145,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func observerFailed(_ error: APIError) {
-        durableSlot?.taskEnded(with: error)
+        durableSlot?.taskEnded(with: error, engine: engine)
         observer?(.ended(.failure(error), nil, nil))
     }
 
@@ -156,7 +158,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .managerFinished: manager?.task(self, didFinishWith: response)
         case .observerCachedCopy: observer?(.cached(response))
         case .observerEnded(let source):
-            durableSlot?.taskEnded(with: nil)
+            durableSlot?.taskEnded(with: nil, engine: engine)
             observer?(.ended(.success(response), source, raw))
         }
     }

@@ -19,5 +19,33 @@ extension SchedulingMachine {
     }
 
     /// Whether a final refusal stopped the scope's line.
-    func lineIsStopped(_ scope: String?) -> Bool { stoppedScopes.contains(scope) }
+    func lineIsStopped(_ scope: String?) -> Bool { !stoppedScopes.isEmpty && stoppedScopes.contains(scope) }
+
+    /// The scope's replay left restored records on disk (more than its store keeps in memory): until
+    /// they are all made into tasks, only restored tasks start.
+    mutating func holdBehindBacklog(of scope: String?) -> Actions {
+        durableBacklogs.insert(scope)
+        return Actions()
+    }
+
+    /// The store made the last of the scope's restored records into a task: this run's tasks may
+    /// start again, behind the restored ones.
+    mutating func backlogDrained(of key: String?) -> Actions {
+        var actions = Actions()
+        guard durableBacklogs.remove(key) != nil else { return actions }
+        let scope = key.flatMap { namedScopes[$0] } ?? (key == nil ? defaultScope : nil)
+        if let scope, !scope.hasRunning { pump(scope, into: &actions) }
+        return actions
+    }
+
+    /// Whether the scope's replay still has restored records on disk.
+    func lineHasBacklog(_ scope: String?) -> Bool { !durableBacklogs.isEmpty && durableBacklogs.contains(scope) }
+
+    /// Where a durable task joins its line: a task retrying a refusal at the front (it was first), a
+    /// restored one behind the restored ones (they are older than this run's), else by priority.
+    static func durablePlace(of task: AnyAPITask) -> ScopeState.Place {
+        guard let slot = task.durableSlot else { return .byPriority }
+        if slot.retriesRefusal { return .front }
+        return slot.isRestored ? .restored : .byPriority
+    }
 }

@@ -43,19 +43,21 @@ extension SchedulingMachine {
         if scope.isIdle {
             startDirectly(task, in: scope, into: &actions)
         } else {
-            wait(task, in: scope, atFront: false, into: &actions)
+            wait(task, in: scope, at: .byPriority, into: &actions)
         }
     }
 
-    /// ``APIConcurrencyPolicy/durable``: as `waitUntilDone`, but a line a final refusal stopped only
-    /// takes it in (at its front when it retries the refused task); it starts when the app resolves
-    /// the refusal.
+    /// ``APIConcurrencyPolicy/durable``: as `waitUntilDone`, but a restored task waits behind the
+    /// restored ones, ahead of this run's; a task that retries a refusal waits at the front; while the
+    /// line has restored records still on disk, or a final refusal stopped it, this run's tasks only
+    /// join it (and it starts when the backlog is drained, or the app resolves the refusal).
     private mutating func durable(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
-        guard !stoppedScopes.contains(scope.key) else {
-            wait(task, in: scope, atFront: task.durableSlot?.retriesRefusal == true, into: &actions)
-            return
+        let place = Self.durablePlace(of: task)
+        if scope.isIdle, !lineIsStopped(scope.key), place != .byPriority || !lineHasBacklog(scope.key) {
+            startDirectly(task, in: scope, into: &actions)
+        } else {
+            wait(task, in: scope, at: place, into: &actions)
         }
-        waitUntilDone(task, in: scope, into: &actions)
     }
 
     /// ``APIConcurrencyPolicy/waitUntilDoneHighPriority``: starts when nothing runs, else joins the
@@ -64,7 +66,7 @@ extension SchedulingMachine {
         _ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions
     ) {
         if scope.hasRunning {
-            wait(task, in: scope, atFront: true, into: &actions)
+            wait(task, in: scope, at: .front, into: &actions)
         } else {
             startDirectly(task, in: scope, into: &actions)
         }
@@ -82,7 +84,7 @@ extension SchedulingMachine {
             for waiting in scope.line.snapshot() {
                 end(waiting, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
             }
-            wait(task, in: scope, atFront: false, into: &actions)
+            wait(task, in: scope, at: .byPriority, into: &actions)
         }
     }
 
@@ -91,7 +93,7 @@ extension SchedulingMachine {
         if scope.line.isEmpty && scope.runningCount < task.concurrencyLimit {
             startDirectly(task, in: scope, into: &actions)
         } else {
-            wait(task, in: scope, atFront: false, into: &actions)
+            wait(task, in: scope, at: .byPriority, into: &actions)
         }
     }
 
@@ -138,6 +140,7 @@ extension SchedulingMachine {
     /// fewer than its limit run; any other when nothing started from the line is still in flight and
     /// every task started directly that was sent before it has ended.
     static func mayStartFromLine(_ head: AnyAPITask, in scope: ScopeState) -> Bool {
+        // (A durable line's backlog holds this run's tasks back: see ``pump(_:into:)``.)
         if head.concurrencyPolicy == .limited { return scope.runningCount < head.concurrencyLimit }
         guard scope.startedFromLine.isEmpty else { return false }
         guard let oldest = scope.started.head else { return true }

@@ -12,13 +12,13 @@ extension SchedulingMachine {
     /// The task joins the line (at its front, or by priority), unless the line is already as long as
     /// its ``APIConcurrencyPolicy/LineLimit/maxLength`` allows; its ``APIConcurrencyPolicy/LineLimit/maxWait`` timer is to be set.
     mutating func wait(
-        _ task: AnyAPITask, in scope: ScopeState, atFront: Bool, into actions: inout Actions
+        _ task: AnyAPITask, in scope: ScopeState, at place: ScopeState.Place, into actions: inout Actions
     ) {
         if let maxLength = task.lineLimit?.effectiveMaxLength, scope.line.count >= maxLength {
             end(task, with: .failure(.lineFull(maxLength: maxLength)), into: &actions)
             return
         }
-        scope.join(task, atFront: atFront)
+        scope.join(task, at: place)
         emit(.waiting, for: task, into: &actions)
         if let maxWait = task.lineLimit?.effectiveMaxWait {
             actions.append(.scheduleWaitLimit(task, after: maxWait))
@@ -97,7 +97,10 @@ extension SchedulingMachine {
     /// Starts the head of the line while it may start.
     mutating func pump(_ scope: ScopeState, into actions: inout Actions) {
         if !stoppedScopes.isEmpty, stoppedScopes.contains(scope.key) { return }
+        let holdsBack = !durableBacklogs.isEmpty && durableBacklogs.contains(scope.key)
         while let head = scope.line.head, Self.mayStartFromLine(head, in: scope) {
+            // Restored records still on disk go before this run's tasks.
+            if holdsBack, Self.durablePlace(of: head) == .byPriority { return }
             scope.startFromLine(head)
             admit(head, waitedAlready: true, into: &actions)
         }

@@ -35,6 +35,10 @@ struct SchedulingMachine {
     /// The scopes whose durable line a final refusal stopped (``APIEngine/DurableStore/Refusal/stopTheLine``):
     /// their lines do not move until the app resolves the refusal (`SchedulingMachine+DurableLine.swift`).
     var stoppedScopes: Set<String?> = []
+    /// The scopes whose durable line still has restored records on disk, not yet made into tasks
+    /// (a replay keeps a window of them in memory): only restored tasks start there until the
+    /// store says the backlog is drained (`SchedulingMachine+DurableLine.swift`).
+    var durableBacklogs: Set<String?> = []
 
     init(circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil) {
         resilience = Resilience(breaker: circuitBreaker, budget: retryBudget)

@@ -52,7 +52,7 @@ struct SchedulingRecord {
 
     /// Which list of its scope the task is in: started when sent, started from the line, waiting
     /// (at the line's front, or by priority), or in a quiet wait (debounced or throttled).
-    enum Membership { case none, started, startedFromLine, line, lineFront, quiet }
+    enum Membership { case none, started, startedFromLine, line, lineFront, lineRestored, quiet }
 
     var lifecycle = Lifecycle.created(cancelledBeforeSend: nil)
     /// The number of attempts started; the current (or last) attempt's number.

@@ -26,9 +26,23 @@ final class ScopeState {
     /// The task starts as it is sent (its policy let it).
     func startDirectly(_ task: AnyAPITask) { started.append(task, as: .started) }
 
-    /// The task joins the line, at its front or by priority.
-    func join(_ task: AnyAPITask, atFront: Bool) {
-        if atFront { line.joinFront(task) } else { line.join(task) }
+    /// Where a task joins the line.
+    enum Place {
+        /// By its priority, behind the tasks of its priority.
+        case byPriority
+        /// Ahead of every waiting task.
+        case front
+        /// Behind the restored durable tasks, ahead of every other task but those at the front.
+        case restored
+    }
+
+    /// The task joins the line at `place`.
+    func join(_ task: AnyAPITask, at place: Place) {
+        switch place {
+        case .byPriority: line.join(task)
+        case .front: line.joinFront(task)
+        case .restored: line.joinRestored(task)
+        }
     }
 
     /// The task waits quietly, outside the line (a debounce, a throttle's turn).
@@ -45,7 +59,7 @@ final class ScopeState {
         switch task.record.membership {
         case .started: started.remove(task)
         case .startedFromLine: startedFromLine.remove(task)
-        case .line, .lineFront: line.remove(task)
+        case .line, .lineFront, .lineRestored: line.remove(task)
         case .quiet: quiet.remove(task)
         case .none: break
         }

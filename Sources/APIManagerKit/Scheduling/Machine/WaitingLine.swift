@@ -1,9 +1,12 @@
 /// A scope's waiting tasks, in the order they start: ``APIConcurrencyPolicy/waitUntilDoneHighPriority``
-/// tasks first, newest first; then by ``AnyAPITask/priority``, highest first, equal priorities in
-/// sending order. Joining, leaving and the head are O(1) for the front and for priority 0 (the
+/// tasks first, newest first; then the tasks a durable line restored (``AnyAPITask/isRestored``),
+/// in their line's order, whatever their priority (they were sent before any task of this run);
+/// then by ``AnyAPITask/priority``, highest first, equal priorities in sending order. Joining, leaving and the head are O(1) for the front and for priority 0 (the
 /// default), and O(P) for another priority, P being the number of distinct priorities waiting.
 struct WaitingLine {
     private var front = TaskList()
+    /// Restored durable tasks, oldest first.
+    private var restored = TaskList()
     /// Priority 0, the default: no lookup.
     private var normal = TaskList()
     private var others: [Int: TaskList] = [:]
@@ -16,6 +19,7 @@ struct WaitingLine {
 
     var head: AnyAPITask? {
         if let head = front.head { return head }
+        if let head = restored.head { return head }
         if let priority = higher.first { return others[priority]?.head }
         if let head = normal.head { return head }
         if let priority = lower.first { return others[priority]?.head }
@@ -46,11 +50,19 @@ struct WaitingLine {
         front.prepend(task, as: .lineFront)
     }
 
+    /// Joins behind the restored tasks, ahead of every task of this run but those at the front.
+    mutating func joinRestored(_ task: AnyAPITask) {
+        count += 1
+        restored.append(task, as: .lineRestored)
+    }
+
     mutating func remove(_ task: AnyAPITask) {
         count -= 1
         let priority = task.priority
         if task.record.membership == .lineFront {
             front.remove(task)
+        } else if task.record.membership == .lineRestored {
+            restored.remove(task)
         } else if priority == 0 {
             normal.remove(task)
         } else {
@@ -65,7 +77,7 @@ struct WaitingLine {
 
     /// The waiting tasks, head first.
     func snapshot() -> [AnyAPITask] {
-        var tasks = front.snapshot()
+        var tasks = front.snapshot() + restored.snapshot()
         for priority in higher { tasks += others[priority]?.snapshot() ?? [] }
         tasks += normal.snapshot()
         for priority in lower { tasks += others[priority]?.snapshot() ?? [] }
