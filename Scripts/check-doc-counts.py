@@ -11,7 +11,7 @@ Checked:
 - the source folders: every folder of `Sources/APIManagerKit/` (subfolders included, the DocC
   catalog left out) has its row in CONTRIBUTING.md's "Where things live" table, named `Folder/`
   (or `Parent/Folder/`), and the table names no folder that does not exist;
-- the Swift samples of `APIRequest.md` and `OfflineAndRelaunch.md`: each is in its test file
+- the Swift samples of `APIRequest.md`, `OfflineAndRelaunch.md` and `ObservingRequests.md`: each is in its test file
   (`CodeSamplesTests.swift`, `DurableCodeSamplesTests.swift`) word for word;
 - the version: the latest release in CHANGELOG.md (`## [x.y.z] - date`), the README's install line
   (`from: "x.y.z"`) and `APIEngine.DefaultHeaders.packageVersion` (the `User-Agent`) are the same.
@@ -104,7 +104,8 @@ for case in cases:
         errors.append(f"HTTPCodeSamplesTests.swift: the switch over every error kind lacks `.{case}`")
 
 # The samples of these articles are compiled and run, word for word, by their tests.
-for article, tests in [("APIRequest.md", "CodeSamplesTests.swift"), ("OfflineAndRelaunch.md", "DurableCodeSamplesTests.swift")]:
+for article, tests in [("APIRequest.md", "CodeSamplesTests.swift"), ("OfflineAndRelaunch.md", "DurableCodeSamplesTests.swift"),
+                       ("ObservingRequests.md", "ObservingCodeSamplesTests.swift")]:
     doc = open(f"Sources/APIManagerKit/APIManagerKit.docc/{article}").read()
     code_samples = open(f"Tests/APIManagerKitTests/{tests}").read()
     for block in re.findall(r"```swift\n(.*?)```", doc, re.DOTALL):

@@ -186,7 +186,7 @@ final class Harness: @unchecked Sendable {
         clock: TestClock = TestClock(), random: Double = 0.5, interceptors: [any APIInterceptor] = [],
         authentication: APIAuthentication? = nil,
         defaultHeaders: APIEngine.DefaultHeaders = .standard, durableStore: APIEngine.DurableStore? = nil,
-        connectivity: MockTransport.Connectivity? = nil
+        connectivity: MockTransport.Connectivity? = nil, observers: [any APIEngine.Observer] = []
     ) {
         self.clock = clock
         transport = MockTransport(clock: clock)
@@ -201,6 +201,7 @@ final class Harness: @unchecked Sendable {
         configuration.defaultHeaders = defaultHeaders
         configuration.durableStore = durableStore
         configuration.connectivity = connectivity
+        configuration.observers = observers
         manager = TestManager(engine: APIEngine(configuration: configuration))
         manager.delegate = recorder
         transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))

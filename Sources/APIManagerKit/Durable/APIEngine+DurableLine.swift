@@ -6,7 +6,7 @@ extension APIEngine {
     /// with the reason, never sent.
     func submitDurably(_ task: AnyAPITask, observed: Bool) {
         guard let durableStore else {
-            transition {
+            transition(sending: task) {
                 $0.sendRefused(
                     task, observed: observed,
                     error: .durableStore(
@@ -18,7 +18,7 @@ extension APIEngine {
         let line = DurableLineEvents(engine: self, scope: task.concurrencyScope, sentIsObserved: observed)
         let refusal = durableStore.write(task, line: line)
         line.perform()
-        if let refusal { transition { $0.sendRefused(task, observed: observed, error: refusal) } }
+        if let refusal { transition(sending: task) { $0.sendRefused(task, observed: observed, error: refusal) } }
     }
 
     /// Sends again what `scope`'s durable line held, if this engine's store had not opened it yet
@@ -72,7 +72,8 @@ extension APIEngine {
         private let scope: String?
         /// Whether the task the call sends (not a restored one) has an async caller.
         private let sentIsObserved: Bool
-        private var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
+        /// What each event decided, with the task it sent (told to the engine's observers first).
+        private var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?, sent: AnyAPITask?)] = []
 
         init(engine: APIEngine, scope: String?, sentIsObserved: Bool) {
             self.engine = engine
@@ -84,7 +85,7 @@ extension APIEngine {
         /// observer (the replay's outcomes).
         func send(_ task: AnyAPITask) {
             let observed = task.isRestored ? task.isObserved : sentIsObserved
-            decide { $0.send(task, observed: observed) }
+            decide(sending: task) { $0.send(task, observed: observed) }
         }
 
         /// A kept refusal stops the line.
@@ -100,14 +101,19 @@ extension APIEngine {
         func perform() {
             let decided = self.decided
             self.decided = []
-            for (actions, delivery) in decided { engine.perform(actions, delivery: delivery) }
+            for (actions, delivery, sent) in decided {
+                if let sent, !engine.observers.isEmpty { engine.tellObservers(.sent, of: sent) }
+                engine.perform(actions, delivery: delivery)
+            }
         }
 
-        private func decide(_ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {
+        private func decide(
+            sending task: AnyAPITask? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
+        ) {
             decided.append(
                 engine.state.withLock { state in
                     let actions = event(&state.machine)
-                    return (actions, actions.deliverEvents ? state.delivery : nil)
+                    return (actions, actions.deliverEvents ? state.delivery : nil, task)
                 })
         }
     }

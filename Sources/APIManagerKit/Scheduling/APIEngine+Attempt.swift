@@ -18,6 +18,10 @@ extension APIEngine {
         let (current, monitor, secretNames) = settingsIfCurrent(task, attempt: number)
         guard current else { return }
         let attempt = Attempt(engine: self, task: task, number: number, isReplay: isReplay, monitor: monitor)
+        if !observers.isEmpty {
+            attempt.startedAt = clock.now
+            tellObservers(.started(attempt: number), of: task, at: attempt.startedAt)
+        }
         switch BuildRequestStage.run(
             task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, cookies: cookies,
             defersForms: acceptsBodyWriters, now: clock.date)

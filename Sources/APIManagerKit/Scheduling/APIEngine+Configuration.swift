@@ -50,6 +50,9 @@ extension APIEngine {
         /// (``APIRequest/connectivityWait``). None unless given: failures alone tell it (see
         /// ``APIEngine/Connectivity``).
         public var connectivity: (any APIEngine.Connectivity)?
+        /// Told everything the engine does to each task and attempt, in order (see
+        /// ``APIEngine/Observer``). None unless given: then observing costs nothing.
+        public var observers: [any APIEngine.Observer] = []
 
         /// The defaults: the same engine as `APIEngine()`.
         public init() {}
@@ -65,7 +68,7 @@ extension APIEngine {
             authentication: configuration.authentication, defaultHeaders: configuration.defaultHeaders,
             cookies: configuration.cookies, circuitBreaker: configuration.circuitBreaker,
             retryBudget: configuration.retryBudget, durableStore: configuration.durableStore,
-            connectivity: configuration.connectivity)
+            connectivity: configuration.connectivity, observers: configuration.observers)
     }
 
     /// What the engine was made with, its delivery as it is now (``APIEngine/delivery`` may have changed
@@ -88,6 +91,7 @@ extension APIEngine {
         configuration.retryBudget = retryBudget
         configuration.durableStore = durableStore
         configuration.connectivity = connectivity
+        configuration.observers = observers
         return configuration
     }
 }

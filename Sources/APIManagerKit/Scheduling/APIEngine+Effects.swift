@@ -128,9 +128,11 @@ extension APIEngine {
     /// The outbox's buffers are reused (see ``EventOutbox``).
     private func deliverEvents() {
         var batch: EventOutbox.Batch = []
+        let observed = !observers.isEmpty
         while state.withLock({ $0.machine.takeEvents(into: &batch) }) {
             for (task, event) in batch {
                 task.deliver(event)
+                if observed { tellObservers(delivered: event, of: task) }
             }
             batch.removeAll(keepingCapacity: true)
         }

@@ -242,6 +242,13 @@ extension APIEngine {
     }
 
     private func tellStarted(_ attempt: Attempt, kind: APIEvent.Kind) {
+        if !observers.isEmpty {
+            let sharedWith: UInt64?
+            if case .joined(let leader) = kind { sharedWith = leader } else { sharedWith = nil }
+            tellObservers(
+                .attemptSent(attempt: attempt.number, request: attempt.request, sharedWith: sharedWith),
+                of: attempt.task, at: attempt.sent?.at)
+        }
         attempt.monitor?(
             APIEvent(
                 kind: kind, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
@@ -272,6 +279,16 @@ extension APIEngine {
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
+        if !observers.isEmpty, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
+            let now = clock.now
+            tellObservers(
+                .attemptEnded(
+                    APIEngine.AttemptReport(
+                        attempt: attempt.number, request: attempt.request, result: result,
+                        started: attempt.startedAt, sent: sent.at, answered: now,
+                        sensitiveHeaders: sent.options.sensitiveHeaders)),
+                of: attempt.task, at: now)
+        }
         if let monitor = attempt.monitor, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
             monitor(
                 APIEvent(
@@ -354,7 +371,20 @@ extension APIEngine {
     /// attempt, so a late answer never runs the manager's hooks.
     private func respond(_ attempt: Attempt) -> Attempt.Outcome {
         guard let raw = attempt.response, isCurrent(attempt.task, attempt: attempt.number) else { return .dropped }
+        guard observers.isEmpty else { return respondObserved(attempt, raw: raw) }
         switch ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache) {
+        case .built(let response, let source): return .answered(response, source)
+        case .failed(let error): return .failed(error)
+        }
+    }
+
+    /// ``respond(_:)``, timed for the observers.
+    private func respondObserved(_ attempt: Attempt, raw: APIRawResponse) -> Attempt.Outcome {
+        let start = clock.now
+        let result = ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache)
+        let end = clock.now
+        tellObservers(.responseBuilt(attempt: attempt.number, duration: end - start), of: attempt.task, at: end)
+        switch result {
         case .built(let response, let source): return .answered(response, source)
         case .failed(let error): return .failed(error)
         }

@@ -61,6 +61,9 @@ public final class APIEngine: @unchecked Sendable {
     /// What tells the engine whether the network is reachable (see ``Connectivity``); none unless the
     /// engine was made with one (``Configuration/connectivity``): then failures alone tell it.
     public let connectivity: (any APIEngine.Connectivity)?
+    /// Told everything the engine does to each task and attempt (see ``Observer``); none unless the
+    /// engine was made with some (``Configuration/observers``).
+    public let observers: [any APIEngine.Observer]
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
     /// The network attempts identical requests share (see ``APIConcurrencyPolicy/Sharing``).
@@ -124,7 +127,8 @@ public final class APIEngine: @unchecked Sendable {
             transport: transport, clock: clock, randomSource: randomSource, delivery: delivery, execution: execution,
             cache: cache, persistedHeaders: persistedHeaders, interceptors: interceptors,
             authentication: authentication, defaultHeaders: defaultHeaders, cookies: cookies,
-            circuitBreaker: circuitBreaker, retryBudget: retryBudget, durableStore: nil, connectivity: nil)
+            circuitBreaker: circuitBreaker, retryBudget: retryBudget, durableStore: nil, connectivity: nil,
+            observers: [])
     }
 
     /// Every setting, the durable store included (given only through ``Configuration``).
@@ -134,9 +138,11 @@ public final class APIEngine: @unchecked Sendable {
         persistedHeaders: APIAuthentication.PersistedHeaders?, interceptors: [any APIInterceptor],
         authentication: APIAuthentication?, defaultHeaders: APIEngine.DefaultHeaders, cookies: APICookieStore?,
         circuitBreaker: APIEngine.CircuitBreaker?, retryBudget: APIEngine.RetryBudget?,
-        durableStore: APIEngine.DurableStore?, connectivity: (any APIEngine.Connectivity)?
+        durableStore: APIEngine.DurableStore?, connectivity: (any APIEngine.Connectivity)?,
+        observers: [any APIEngine.Observer]
     ) {
         self.durableStore = durableStore
+        self.observers = observers
         self.connectivity = connectivity
         self.cookies = cookies
         self.interceptors = interceptors
@@ -277,13 +283,29 @@ public final class APIEngine: @unchecked Sendable {
         return actions
     }
 
+    /// ``transition(reportingTo:_:)`` for the event that sends `task`: the engine's observers are told
+    /// it was sent once the machine gave it its identifier, before anything the machine decided is
+    /// performed (and so before any other event of the task).
+    func transition(sending task: AnyAPITask, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {
+        guard !observers.isEmpty else {
+            transition(event)
+            return
+        }
+        let (actions, delivery) = state.withLock { state -> (SchedulingMachine.Actions, APIEngine.Delivery?) in
+            let actions = event(&state.machine)
+            return (actions, actions.deliverEvents ? state.delivery : nil)
+        }
+        tellObservers(.sent, of: task)
+        perform(actions, delivery: delivery)
+    }
+
     /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before
     /// being submitted) ends it. `observed` says an async caller waits for it; its observer is
     /// registered before, so it never misses the end.
     func submit(_ task: AnyAPITask, observed: Bool = false) {
         if task.concurrencyPolicy == .durable { return submitDurably(task, observed: observed) }
         let now = task.concurrencyPolicy.readsClockWhenSent ? clock.now : 0
-        transition { $0.send(task, observed: observed, now: now) }
+        transition(sending: task) { $0.send(task, observed: observed, now: now) }
     }
 
     func cancel(_ task: AnyAPITask, reason: APIError.CancellationReason) {

@@ -33,6 +33,8 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var grant: APIAuthentication.Grant?
     /// How the response is treated by the cache; `nil` without a cache.
     @exclusivity(unchecked) var cache: CacheContext?
+    /// When the attempt began (the engine's clock), for the engine's observers; 0 without any.
+    @exclusivity(unchecked) var startedAt: TimeInterval = 0
     /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
     @exclusivity(unchecked) var sent: (options: APITransportOptions, at: TimeInterval)?
     /// The transport's answer, until the `receive` stage takes it.

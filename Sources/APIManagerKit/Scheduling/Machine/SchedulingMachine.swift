@@ -58,6 +58,18 @@ struct SchedulingMachine {
         scope.started.count + scope.startedFromLine.count + scope.line.count + scope.quiet.count
     }
 
+    /// How many tasks wait before `task` in its scope's line (0: it is next); `nil` when it is not
+    /// in a line. O(length of the line): for observers only.
+    func tasksAhead(of task: AnyAPITask) -> Int? {
+        switch task.record.membership {
+        case .line, .lineFront, .lineRestored: break
+        case .none, .started, .startedFromLine, .quiet: return nil
+        }
+        let key = task.concurrencyScope
+        let scope = key.flatMap { namedScopes[$0] } ?? (key == nil ? defaultScope : nil)
+        return scope?.line.snapshot().firstIndex { $0 === task }
+    }
+
     /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
     var inFlightTasks: [AnyAPITask] {
         var tasks: [AnyAPITask] = []

@@ -1,0 +1,140 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension APIEngine {
+    /// Told everything the engine does to each task and each of its attempts, typed, with the
+    /// engine clock's times: for logs, metrics and traces (``APIEngine/Configuration/observers``;
+    /// `Integrations/Observability` builds swift-log, swift-metrics and swift-distributed-tracing on
+    /// it, and ``LogObserver`` is a ready-made logger).
+    ///
+    /// ```swift
+    /// struct SlowRequests: APIEngine.Observer {
+    ///     func observe(_ observation: APIEngine.Observation) {
+    ///         guard case .attemptEnded(let report) = observation.kind, report.transportDuration > 1 else { return }
+    ///         print("slow: \(report.method) \(report.redactedURL) took \(report.transportDuration) s")
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// **Where and in what order.** Never with the engine's lock held. ``Observation/Kind/sent`` on
+    /// the thread that sent the task, before `send(_:)` returns and before anything else of the task
+    /// (so the sender's task-local values, a trace's context among them, are still there); the
+    /// attempt's ``Observation/Kind/started(attempt:)``,
+    /// ``Observation/Kind/attemptSent(attempt:request:sharedWith:)``,
+    /// ``Observation/Kind/attemptEnded(_:)`` and ``Observation/Kind/responseBuilt(attempt:duration:)``
+    /// on the thread that runs the attempt, in that order; the task's (waiting, retries, a cached
+    /// copy, the end) with the delegate's events, in their order, on ``APIEngine/delivery``,
+    /// ``Observation/Kind/ended(_:)`` last of them. The two streams interleave: a retry may be told
+    /// after its attempt's end or after the next attempt began, a task that ends while an attempt is
+    /// on the wire (cancelled, timed out) has no `attemptEnded` for it, and an attempt sent again
+    /// after a credential refresh starts again with its number. Keep `observe` fast: the engine waits
+    /// for it.
+    ///
+    /// **What it costs.** Nothing when the engine has no observer (``Configuration/observers``
+    /// empty, the default): the engine checks that once per step.
+    public protocol Observer: Sendable {
+        /// One thing the engine did (see ``Observer`` for the thread and the order).
+        func observe(_ observation: APIEngine.Observation)
+    }
+
+    /// One thing the engine did to a task (see ``Observer``).
+    public struct Observation: Sendable {
+        /// The task.
+        public let task: AnyAPITask
+        /// When, on the engine's clock (``APIClock/now``, seconds): for the events of an attempt,
+        /// when it happened; for those delivered with the delegate's events, when the observer is
+        /// told (which trails the event by the delivery queue's wait).
+        public let time: TimeInterval
+        /// What happened.
+        public let kind: Kind
+
+        /// What happened to the task.
+        public enum Kind: Sendable {
+            /// The task was sent (its policy not yet applied); first of all its observations.
+            case sent
+            /// The task waits: `ahead` tasks are before it in its scope's line when the observer is
+            /// told (0: it is next); `nil` when it waits outside a line (a debounce's quiet time, a
+            /// throttled task's turn) or has left the line since.
+            case waiting(ahead: Int?)
+            /// An attempt began (its request is about to be built), on its thread.
+            case started(attempt: Int)
+            /// The attempt's request went to the transport, as sent (secrets included: print
+            /// ``APIEngine/AttemptReport/redactedURL``), or joined the identical request of task
+            /// `sharedWith` (``APIConcurrencyPolicy/Sharing``).
+            case attemptSent(attempt: Int, request: URLRequest, sharedWith: UInt64?)
+            /// The transport answered the attempt (any status) or failed, with its timings.
+            case attemptEnded(APIEngine.AttemptReport)
+            /// The attempt's typed response was built from the answer (or failed to be) in `duration`
+            /// seconds.
+            case responseBuilt(attempt: Int, duration: TimeInterval)
+            /// A stored copy was given before the network's answer (``APIResponseCache/Option/both``).
+            case cachedCopy
+            /// The attempt failed with `error`; the next one starts after `delay` seconds.
+            case retryScheduled(after: TimeInterval, error: APIError)
+            /// The task ended: with a response from `source`, or with an error (cancelled by a
+            /// policy, ignored, timed out, failed). Last of its observations but a late attempt's.
+            case ended(Result<APIResponseCache.Source, APIError>)
+        }
+    }
+
+    /// An attempt's answer from the transport, with its timings (engine clock, seconds).
+    public struct AttemptReport: Sendable {
+        /// The attempt's number, 1 for the first.
+        public let attempt: Int
+        /// The request as sent, secrets included: print ``redactedURL``.
+        public let request: URLRequest
+        /// The transport's answer (any status) or the reason it failed.
+        public let result: Result<APIRawResponse, APIError>
+        /// When the attempt began: its task left its line, or its retry's wait ended.
+        public let started: TimeInterval
+        /// When the request was handed to the transport (after building, authenticating, adapting).
+        public let sent: TimeInterval
+        /// When the transport answered.
+        public let answered: TimeInterval
+        /// Names treated as secrets for this request beyond the standard rule (see ``APISecrets``).
+        public let sensitiveHeaders: Set<String>
+
+        /// Seconds from the attempt's start to the transport (building the request).
+        public var buildDuration: TimeInterval { sent - started }
+        /// Seconds the transport took to answer.
+        public var transportDuration: TimeInterval { answered - sent }
+        /// The request's method (`GET` when it sets none).
+        public var method: String { request.httpMethod ?? "GET" }
+        /// The request's URL with its secrets redacted (see ``APISecrets``).
+        public var redactedURL: String {
+            request.url.map { APISecrets.redacted($0, additionalNames: sensitiveHeaders) } ?? ""
+        }
+        /// The response's status; `nil` when the transport failed.
+        public var statusCode: Int? {
+            if case .success(let response) = result { return response.statusCode }
+            return nil
+        }
+    }
+}
+
+// MARK: The engine's side
+
+extension APIEngine {
+    /// Tells every observer (there is at least one).
+    func tellObservers(_ kind: Observation.Kind, of task: AnyAPITask, at time: TimeInterval? = nil) {
+        let observation = Observation(task: task, time: time ?? clock.now, kind: kind)
+        for observer in observers { observer.observe(observation) }
+    }
+
+    /// Tells the observers about an event delivered with the delegate's (see ``Observer``).
+    func tellObservers(delivered event: AnyAPITask.Event, of task: AnyAPITask) {
+        let kind: Observation.Kind
+        switch event {
+        case .waiting: kind = .waiting(ahead: state.withLock { $0.machine.tasksAhead(of: task) })
+        case .started, .progress: return  // an attempt's start is told where it begins (`performStart`)
+        case .willRetry(let delay, let error): kind = .retryScheduled(after: delay, error: error)
+        case .cachedResponse: kind = .cachedCopy
+        case .finished: kind = .ended(.success(task.responseSource ?? .network))
+        case .failed(let error): kind = .ended(.failure(error))
+        }
+        tellObservers(kind, of: task)
+    }
+}
