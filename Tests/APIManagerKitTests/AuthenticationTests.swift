@@ -22,13 +22,14 @@ final class AuthHarness: @unchecked Sendable {
 
     init(
         authenticator: MockAuthenticator = MockAuthenticator(holdsRefreshes: true),
-        refreshLimit: APIAuthentication.RefreshLimit = .default, signedInWith token: String? = "expired"
+        refreshLimit: APIAuthentication.RefreshLimit = .default, signedInWith token: String? = "expired",
+        observers: [any APIEngine.Observer] = []
     ) {
         self.authenticator = authenticator
         let clock = TestClock()
         authentication = APIAuthentication(
             authenticator: authenticator, store: store, refreshLimit: refreshLimit, clock: clock)
-        harness = Harness(clock: clock, authentication: authentication)
+        harness = Harness(clock: clock, authentication: authentication, observers: observers)
         if let token {
             authentication.signIn(with: APIAuthentication.Credential(accessToken: token, refreshToken: "refresh-0"))
         }

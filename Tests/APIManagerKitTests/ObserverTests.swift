@@ -32,6 +32,7 @@ final class RecordingObserver: APIEngine.Observer {
         case .attemptEnded(let report):
             let outcome = report.statusCode.map(String.init) ?? "failed"
             return "\(id) attemptEnded \(report.attempt) \(outcome) \(report.transportDuration)"
+        case .renewingCredential(let attempt): return "\(id) renewing \(attempt)"
         case .responseBuilt(let attempt, _): return "\(id) responseBuilt \(attempt)"
         case .cachedCopy: return "\(id) cachedCopy"
         case .retryScheduled(let delay, let error): return "\(id) retry \(delay) \(describe(error))"
@@ -104,6 +105,20 @@ struct ObserverTests {
                 "\(id) sent", "\(id) started 1", "\(id) attemptSent 1 /flaky", "\(id) attemptEnded 1 503 0.0",
                 "\(id) responseBuilt 1", "\(id) retry 2.0 status(503)", "\(id) started 2", "\(id) attemptSent 2 /flaky",
                 "\(id) attemptEnded 2 200 0.0", "\(id) responseBuilt 2", "\(id) ended network",
+            ])
+    }
+
+    @Test func aRefusedCredentialIsObservedAndTheAttemptGoesAgainWithItsNumber() {
+        let observer = RecordingObserver()
+        let auth = AuthHarness(observers: [observer])
+        let task = auth.send()
+        auth.authenticator.release()
+        let id = task.identifier
+        #expect(
+            observer.lines(of: task) == [
+                "\(id) sent", "\(id) started 1", "\(id) attemptSent 1 /me", "\(id) attemptEnded 1 401 0.0",
+                "\(id) renewing 1", "\(id) started 1", "\(id) attemptSent 1 /me", "\(id) attemptEnded 1 200 0.0",
+                "\(id) responseBuilt 1", "\(id) ended network",
             ])
     }
 

@@ -96,6 +96,8 @@ extension APIEngine {
                 return lines
             case .attemptEnded(let report):
                 return attemptLines(report, of: task, bodyBytes: bodyBytes)
+            case .renewingCredential(let attempt):
+                return [(.debug, "⟳ \(about) attempt \(attempt) waits for a renewed credential")]
             case .responseBuilt(let attempt, let duration):
                 return [(.debug, "◇ \(about) attempt \(attempt) response built in \(milliseconds(duration))")]
             case .cachedCopy:

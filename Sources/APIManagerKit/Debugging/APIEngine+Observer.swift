@@ -67,6 +67,10 @@ extension APIEngine {
             case attemptSent(attempt: Int, request: URLRequest, sharedWith: UInt64?)
             /// The transport answered the attempt (any status) or failed, with its timings.
             case attemptEnded(APIEngine.AttemptReport)
+            /// The server refused the attempt's credential and the engine's ``APIAuthentication`` took
+            /// the refusal over: the attempt waits for the renewed credential (one refresh for every
+            /// refused task), then is sent again with the same number.
+            case renewingCredential(attempt: Int)
             /// The attempt's typed response was built from the answer (or failed to be) in `duration`
             /// seconds.
             case responseBuilt(attempt: Int, duration: TimeInterval)

@@ -353,6 +353,9 @@ extension APIEngine {
             [weak self] result in
             self?.resume(attempt, after: .renew, with: Self.renewed(result), hop: true)
         }
+        if refusal != nil, !observers.isEmpty {
+            tellObservers(.renewingCredential(attempt: attempt.number), of: attempt.task)
+        }
         switch refusal {
         case nil: return .next  // not the authentication's to answer: an ordinary response
         case .now(let result)?: return Self.renewed(result)
