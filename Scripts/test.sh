@@ -15,7 +15,9 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
     Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/BusyThreadPoolTests.swift \
     Transports/AsyncHTTPClient/Playground/LiveTransports.swift \
     Transports/AsyncHTTPClient/Benchmarks/HTTPBenchmarkAHC/ExtraClients.swift \
-    Transports/AsyncHTTPClient/Benchmarks/TransferBenchmark
+    Transports/AsyncHTTPClient/Benchmarks/TransferBenchmark \
+    Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/ObservedTransport.swift \
+    Integrations/Observability/Sources Integrations/Observability/Tests Integrations/Observability/Package.swift
 
 echo "== The scheduling machine owns its state: written only in Sources/APIManagerKit/Scheduling/Machine/"
 python3 Scripts/check-machine-state.py
@@ -224,6 +226,39 @@ ahc_output=$(swift run --package-path Transports/AsyncHTTPClient --skip-build Pl
     --base-url "$APIMANAGERKIT_TEST_SERVER" --transport ahc)
 echo "$ahc_output"
 expect_live_stories "$ahc_output" ahc
+
+echo "== Observability integrations (Integrations/Observability): swift-log, swift-metrics, swift-distributed-tracing"
+# A package of its own, so that the library keeps zero dependencies. Its unit tests, and its
+# integration tests on URLSessionTransport (they ran on AsyncHTTPClientTransport above, through
+# that package's ObservabilityShared link), then all of them under ThreadSanitizer.
+swift build --package-path Integrations/Observability --build-tests
+run_tests swift test --package-path Integrations/Observability --skip-build
+total=$((total + $(cat "$log.count")))
+if grep -q 'APIMANAGERKIT_TEST_SERVER is not set: SKIPPED' "$log"; then
+    echo "the observability integration tests were skipped although the server was started" >&2
+    exit 1
+fi
+run_tests swift test --package-path Integrations/Observability --sanitize=thread \
+    --scratch-path Integrations/Observability/.build-tsan
+total=$((total + $(cat "$log.count")))
+echo "== Observability sample: spans of three requests to an in-process collector"
+sample_output=$(swift run --package-path Integrations/Observability --skip-build ObservabilitySample)
+echo "$sample_output"
+for expected in \
+    "APIManagerKit task kind=internal trace=trace-1 span=span-2 parent=span-1 status=unset" \
+    "GET kind=client trace=trace-1 span=span-7 parent=span-4 status=unset apimanager.attempt=int64(2) http.request.method=string(\"GET\") http.request.resend_count=int64(1) http.response.status_code=int64(200)" \
+    "error.type=string(\"cancelled\")" \
+    "GET /api/prices: [(key: \"In-Memory-Span-Id\", value: \"span-7\"), (key: \"In-Memory-Trace-Id\", value: \"trace-1\")]" \
+    "apimanager.task.retries [(\"apimanager.policy\", \"waitUntilDone\")] 1"; do
+    if ! grep -qF "$expected" <<<"$sample_output"; then
+        echo "the observability sample's output lacks: $expected" >&2
+        exit 1
+    fi
+done
+if grep -q "secret-key" <<<"$sample_output"; then
+    echo "the observability sample wrote a secret" >&2
+    exit 1
+fi
 
 echo "== Fuzzing: every target for 30 s from its committed corpus (a crash fails the run)"
 bash Scripts/fuzz.sh 30

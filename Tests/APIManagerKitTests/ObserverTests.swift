@@ -254,7 +254,7 @@ struct LogObserverTests {
         #expect(lines[1].0 == .warning)
         #expect(lines[1].1.hasPrefix("✕ 404 GET "))
         #expect(lines[2].0 == .warning, "the task's failure")
-        #expect(lines[2].1.hasPrefix("■ task 2 failed"))
+        #expect(lines[2].1.hasPrefix("■ task 2 failed: status 404"))
     }
 
     @Test func debugShowsEveryStepAndCancellationsAreRoutine() {
@@ -287,6 +287,19 @@ struct LogObserverTests {
         let bodyLine = lines.first { $0.1.contains("response body") }?.1 ?? ""
         let shown = bodyLine.components(separatedBy: "response body of task 1: ").last ?? ""
         #expect(shown.utf8.count <= 40 + " … (200 bytes)".utf8.count + 10)
+    }
+
+    @Test func aFailureIsSummedUpWithoutWhatTheServerOrTheErrorWrote() {
+        let lines = Self.logged(minimumLevel: .warning) { h in
+            h.transport.stub(nil, "/refused", .json(#"{"message":"token s3cr3t-echo is not valid"}"#, status: 403))
+            h.transport.stub(nil, "/down", .failure(.cannotConnectToHost))
+            h.send(TestRequest("/refused"))
+            h.send(TestRequest("/down"))
+        }
+        let text = lines.map(\.1).joined(separator: "\n")
+        #expect(!text.contains("s3cr3t"), "\(text)")
+        #expect(text.contains("failed: status 403"))
+        #expect(text.contains("transport error (URLError \(URLError.Code.cannotConnectToHost.rawValue))"))
     }
 
     @Test func aBodyIsWrittenOnlyWhenAskedFor() {

@@ -22,6 +22,10 @@ let package = Package(
         // committed in Benchmarks/HTTPBenchmarkAHC/OpenAPI) on its AsyncHTTPClient transport.
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.1.0"),
+        // Only for the tests: the observability integrations' integration tests, on this transport.
+        .package(path: "../../Integrations/Observability"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     ],
     targets: [
         .target(
@@ -98,7 +102,12 @@ let package = Package(
                 .product(name: "APIManagerKitTesting", package: "APIManagerKit"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "APIManagerKitObservability", package: "Observability"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
+            // `ObservabilityShared` links Integrations/Observability's integration tests.
             exclude: ["Shared/TransportUnderTest.swift", "Shared/README.md"]
         ),
     ],

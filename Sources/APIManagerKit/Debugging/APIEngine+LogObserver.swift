@@ -62,6 +62,14 @@ extension APIEngine {
         }
 
         public func observe(_ observation: APIEngine.Observation) {
+            // Above `.debug`, only an attempt's end and a task's failure can make a line: the others
+            // are not even formatted.
+            if minimumLevel > .debug {
+                switch observation.kind {
+                case .attemptEnded, .ended(.failure): break
+                default: return
+                }
+            }
             for (level, line) in Self.lines(for: observation, bodyBytes: bodyBytes) where level >= minimumLevel {
                 write(level, line)
             }
@@ -103,7 +111,9 @@ extension APIEngine {
             case .cachedCopy:
                 return [(.debug, "◇ \(about) given a stored copy")]
             case .retryScheduled(let delay, let error):
-                return [(.debug, "↻ \(about) retries in \(String(format: "%.3f", delay)) s after \(error)")]
+                return [
+                    (.debug, "↻ \(about) retries in \(String(format: "%.3f", delay)) s after \(summary(of: error))")
+                ]
             case .ended(.success(let source)):
                 return [(.debug, "■ \(about) finished (\(source))")]
             case .ended(.failure(let error)):
@@ -112,7 +122,7 @@ extension APIEngine {
                 case .cancelled, .ignored: routine = true
                 default: routine = false
                 }
-                return [(routine ? .debug : .warning, "■ \(about) failed: \(error) (\(describe(task)))")]
+                return [(routine ? .debug : .warning, "■ \(about) failed: \(summary(of: error)) (\(describe(task)))")]
             }
         }
 
@@ -144,7 +154,32 @@ extension APIEngine {
                 }
                 return lines
             case .failure(let error):
-                return [(.warning, "✕ \(report.method) \(report.redactedURL) in \(time): \(error) \(suffix)")]
+                return [
+                    (.warning, "✕ \(report.method) \(report.redactedURL) in \(time): \(summary(of: error)) \(suffix)")
+                ]
+            }
+        }
+
+        /// What went wrong, without anything a server or an underlying error wrote (a server's
+        /// message, an error's description may carry a URL or a token): the kind, and the status,
+        /// code or limit that tells it.
+        static func summary(of error: APIError) -> String {
+            switch error {
+            case .cancelled(let reason): return "cancelled (\(reason))"
+            case .ignored: return "ignored"
+            case .timedOut(let deadline, let attempts): return "timed out after \(deadline) s (\(attempts) attempts)"
+            case .transport(let error as URLError): return "transport error (URLError \(error.code.rawValue))"
+            case .transport: return "transport error"
+            case .invalidRequest: return "invalid request"
+            case .unacceptableStatus(let response, _): return "status \(response.statusCode)"
+            case .decoding(_, let response): return "decoding failed (status \(response.statusCode))"
+            case .rejected(_, let response): return "rejected (status \(response.statusCode))"
+            case .responseTooLarge(let limit): return "response larger than \(limit) bytes"
+            case .authenticationFailed: return "authentication failed"
+            case .lineFull(let maxLength): return "line full (\(maxLength))"
+            case .waitedTooLong(let maxWait): return "waited too long (\(maxWait) s)"
+            case .circuitOpen(let origin, _): return "circuit of \(origin) open"
+            case .durableStore: return "not kept on disk"
             }
         }
 

@@ -1,0 +1,300 @@
+// The three integrations on an engine with a mock transport and a virtual clock: swift-log records
+// with exact metadata and no secret, swift-metrics values, and spans from an in-memory tracer (the
+// task's under the sender's span, a client span per request with the conventions' attributes, the
+// context propagated into every request, every span ended once).
+import APIManagerKit
+import APIManagerKitObservability
+import APIManagerKitTesting
+import Foundation
+import InMemoryTracing
+import Logging
+import Metrics
+import MetricsTestKit
+import Testing
+import Tracing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+struct Item: APIRequest {
+    var route: String
+    var query = "api_key=s3cr3t-query"
+    var retries = 1
+    var policy: APIConcurrencyPolicy = .default
+    var url: URL { URL(string: "https://shop.example.com:8443\(route)?\(query)") ?? URL(fileURLWithPath: "/") }
+    var headers: [String: String] { ["X-Api-Token": "s3cr3t-header"] }
+    var retryPolicy: APIRetryPolicy? { APIRetryPolicy(maxAttempts: retries, baseDelay: 1, jitter: .none) }
+    var concurrencyPolicy: APIConcurrencyPolicy { policy }
+    var concurrencyScope: String? { "catalog" }
+}
+
+final class Items: APIManager {
+    typealias Request = Item
+    typealias Response = APIEmptyResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+/// A swift-log handler that keeps every record.
+struct RecordingLogHandler: LogHandler {
+    struct Record {
+        let level: Logger.Level
+        let message: String
+        let metadata: Logger.Metadata
+    }
+
+    let records: Records
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    final class Records: @unchecked Sendable {
+        // @unchecked: `all` is read and written only under `lock`.
+        private let lock = NSLock()
+        private var all: [Record] = []
+        func append(_ record: Record) { lock.withLock { all.append(record) } }
+        var list: [Record] { lock.withLock { all } }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        records.append(Record(level: event.level, message: "\(event.message)", metadata: event.metadata ?? [:]))
+    }
+}
+
+/// An engine observed by the three integrations, on a mock transport and a virtual clock.
+final class Observed: @unchecked Sendable {
+    // @unchecked: immutable references to thread-safe objects.
+    let clock = TestClock()
+    let transport: MockTransport
+    let tracer = InMemoryTracer()
+    let metrics = TestMetrics()
+    let records = RecordingLogHandler.Records()
+    let items: Items
+    let authenticator = MockAuthenticator(holdsRefreshes: true)
+
+    init(logLevel: Logger.Level = .trace, authenticated: Bool = false) {
+        transport = MockTransport(clock: clock)
+        let tracing = TracingInterceptor(tracer: tracer)
+        var logger = Logger(label: "test") { [records] _ in RecordingLogHandler(records: records) }
+        logger.logLevel = logLevel
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.observers = [LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracing]
+        configuration.interceptors = [tracing]
+        if authenticated {
+            let authentication = APIAuthentication(authenticator: authenticator, clock: clock)
+            authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired-s3cr3t", refreshToken: "r"))
+            configuration.authentication = authentication
+        }
+        items = Items(engine: APIEngine(configuration: configuration))
+    }
+
+    /// Every string a log record or a span holds.
+    var everythingWritten: String {
+        var text = records.list.map { "\($0.message) \($0.metadata)" }
+        for span in tracer.finishedSpans {
+            // swift-format-ignore: ReplaceForEachWithForLoop
+            span.attributes.forEach { key, value in text.append("\(key)=\(value)") }  // not a Sequence
+            text.append(span.operationName)
+            text += span.errors.map { "\($0.error)" }
+        }
+        return text.joined(separator: "\n")
+    }
+
+    func spans(named name: String) -> [FinishedInMemorySpan] {
+        tracer.finishedSpans.filter { $0.operationName == name }
+    }
+}
+
+@Suite("Tracing")
+struct TracingTests {
+    @Test func aTaskSpanUnderTheSendersSpanAndAClientSpanPerRequestWithTheConventionsAttributes() throws {
+        let o = Observed()
+        o.transport.stub(nil, "/items", MockTransport.Reply.status(200).after(0.5))
+        let parent = o.tracer.startSpan("page")
+        ServiceContext.$current.withValue(parent.context) { _ = o.items.send(Item(route: "/items")) }
+        o.clock.advance(by: 0.5)
+        parent.end()
+        let task = try #require(o.spans(named: TracingInterceptor.taskSpanName).first)
+        let request = try #require(o.spans(named: "GET").first)
+        let page = try #require(o.spans(named: "page").first)
+        #expect(task.parentSpanID == page.spanID)
+        #expect(task.traceID == page.traceID)
+        #expect(task.kind == .internal)
+        #expect(request.parentSpanID == task.spanID)
+        #expect(request.kind == .client)
+        #expect(request.attributes["http.request.method"]?.toSpanAttribute() == .string("GET"))
+        #expect(
+            request.attributes["url.full"]?.toSpanAttribute()
+                == .string("https://shop.example.com:8443/items?api_key=***"))
+        #expect(request.attributes["server.address"]?.toSpanAttribute() == .string("shop.example.com"))
+        #expect(request.attributes["server.port"]?.toSpanAttribute() == .int64(8443))
+        #expect(request.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
+        #expect(request.attributes["error.type"] == nil)
+        #expect(request.status == nil)
+        #expect(task.attributes["apimanager.policy"]?.toSpanAttribute() == .string("default"))
+        #expect(task.attributes["apimanager.scope"]?.toSpanAttribute() == .string("catalog"))
+        #expect(o.tracer.activeSpans.isEmpty)
+    }
+
+    @Test func theContextIsPropagatedIntoEveryRequestRetriesAndCredentialReplaysIncluded() throws {
+        let o = Observed(authenticated: true)
+        o.transport.stub(
+            nil, "/items", MockTransport.Reply.status(503), MockTransport.Reply.status(401),
+            MockTransport.Reply.status(200))
+        _ = o.items.send(Item(route: "/items", retries: 3))
+        o.clock.advance(by: 1)
+        #expect(o.authenticator.release())
+        #expect(o.transport.records.count == 3)
+        let requests = o.spans(named: "GET")
+        #expect(requests.count == 3)
+        for (record, span) in zip(o.transport.records, requests) {
+            #expect(record.request.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) == span.spanID)
+            #expect(record.request.value(forHTTPHeaderField: InMemoryTracer.traceIDKey) == span.traceID)
+        }
+        #expect(
+            requests.map { $0.attributes["http.request.resend_count"]?.toSpanAttribute() } == [
+                nil, .int64(1), .int64(2),
+            ])
+        #expect(
+            requests.map { $0.attributes["error.type"]?.toSpanAttribute() } == [.string("503"), .string("401"), nil])
+        #expect(requests.map { $0.status?.code } == [.error, .error, nil])
+        let task = try #require(o.spans(named: TracingInterceptor.taskSpanName).first)
+        #expect(task.events.map(\.name) == ["retry scheduled", "credential refused, renewing"])
+        #expect(!o.everythingWritten.contains("s3cr3t"), "\(o.everythingWritten)")
+    }
+
+    @Test func everySpanEndsOnceWhenItsTaskIsCancelledWithItsRequestOnTheWire() throws {
+        let o = Observed()
+        o.transport.stub(nil, "/slow", MockTransport.Reply.status(200).held())
+        let task = o.items.send(Item(route: "/slow"))
+        #expect(o.tracer.activeSpans.count == 2)
+        task.cancel()
+        #expect(o.tracer.activeSpans.isEmpty)
+        _ = o.transport.release()  // a late answer: nothing more
+        #expect(o.tracer.finishedSpans.count == 2)
+        let request = try #require(o.spans(named: "GET").first)
+        #expect(request.attributes["error.type"]?.toSpanAttribute() == .string("cancelled"))
+        let taskSpan = try #require(o.spans(named: TracingInterceptor.taskSpanName).first)
+        #expect(taskSpan.status?.code == .error)
+        #expect(taskSpan.errors.count == 1)
+    }
+
+    @Test func anIgnoredTaskHasASpanAndNoRequest() throws {
+        let o = Observed()
+        o.transport.stub(nil, "/refresh", MockTransport.Reply.status(200).held())
+        _ = o.items.send(Item(route: "/refresh", policy: .ignoreCurrent))
+        _ = o.items.send(Item(route: "/refresh", policy: .ignoreCurrent))
+        let ignored = o.spans(named: TracingInterceptor.taskSpanName)
+        #expect(ignored.count == 1)
+        #expect(ignored.first?.attributes["error.type"]?.toSpanAttribute() == .string("ignored"))
+        o.transport.releaseAll()
+        #expect(o.spans(named: "GET").count == 1)
+        #expect(o.tracer.activeSpans.isEmpty)
+    }
+
+    @Test func spansFromManyThreadsAllEndOnce() {
+        let o = Observed()
+        o.transport.stub(nil, "/items", .status(200))
+        DispatchQueue.concurrentPerform(iterations: 40) { _ in _ = o.items.send(Item(route: "/items")) }
+        #expect(o.spans(named: "GET").count == 40)
+        #expect(o.spans(named: TracingInterceptor.taskSpanName).count == 40)
+        #expect(o.tracer.activeSpans.isEmpty)
+        #expect(Set(o.spans(named: "GET").compactMap(\.parentSpanID)).count == 40)
+    }
+}
+
+@Suite("Metrics")
+struct MetricsTests {
+    @Test func theRequestDurationsActiveRequestsLineTimesRetriesAndEndsAreRecorded() throws {
+        let o = Observed()
+        o.transport.stub(
+            nil, "/items", MockTransport.Reply.status(503).after(0.25), MockTransport.Reply.status(200).after(0.5))
+        o.transport.stub(nil, "/next", MockTransport.Reply.status(200).after(0.5))
+        _ = o.items.send(Item(route: "/items", retries: 2, policy: .waitUntilDone))
+        _ = o.items.send(Item(route: "/next", policy: .waitUntilDone))
+        let server = [("http.request.method", "GET"), ("server.address", "shop.example.com"), ("server.port", "8443")]
+        #expect(try o.metrics.expectMeter("http.client.active_requests", server).lastValue == 1)
+        o.clock.advance(by: 0.25)
+        o.clock.advance(by: 1)
+        o.clock.advance(by: 0.5)
+        o.clock.advance(by: 0.5)
+        let ok = try o.metrics.expectTimer(
+            "http.client.request.duration", server + [("http.response.status_code", "200")])
+        #expect(ok.values == [500_000_000, 500_000_000])
+        let failed = try o.metrics.expectTimer(
+            "http.client.request.duration", server + [("http.response.status_code", "503"), ("error.type", "503")])
+        #expect(failed.values == [250_000_000])
+        #expect(try o.metrics.expectMeter("http.client.active_requests", server).lastValue == 0)
+        let line = try o.metrics.expectTimer("apimanager.task.line.duration", [("apimanager.policy", "waitUntilDone")])
+        #expect(line.values == [0, 1_750_000_000], "the second waited for the first's two attempts and its retry")
+        #expect(
+            try o.metrics.expectCounter("apimanager.task.retries", [("apimanager.policy", "waitUntilDone")]).totalValue
+                == 1)
+        #expect(
+            o.metrics.counterTotal(
+                label: "apimanager.tasks",
+                dimensions: [("apimanager.policy", "waitUntilDone"), ("apimanager.outcome", "finished")]) == 2)
+    }
+
+    @Test func aCancelledRequestLeavesTheActiveRequestsAndCredentialRenewalsAreCounted() throws {
+        let o = Observed(authenticated: true)
+        o.transport.stub(nil, "/slow", MockTransport.Reply.status(200).held())
+        o.transport.stub(nil, "/me", .status(401), .status(200))
+        let slow = o.items.send(Item(route: "/slow"))
+        slow.cancel()
+        let server = [("http.request.method", "GET"), ("server.address", "shop.example.com"), ("server.port", "8443")]
+        #expect(try o.metrics.expectMeter("http.client.active_requests", server).lastValue == 0)
+        _ = o.items.send(Item(route: "/me"))
+        #expect(o.authenticator.release())
+        #expect(try o.metrics.expectCounter("apimanager.credential.renewals").totalValue == 1)
+        #expect(try o.metrics.expectMeter("http.client.active_requests", server).lastValue == 0)
+        #expect(
+            o.metrics.counterTotal(
+                label: "apimanager.tasks",
+                dimensions: [("apimanager.policy", "default"), ("apimanager.outcome", "cancelled")]) == 1)
+    }
+}
+
+@Suite("Logging")
+struct LoggingTests {
+    @Test func oneRecordPerAttemptWithTheConventionsMetadataAndFailuresAtWarning() throws {
+        let o = Observed(logLevel: .info)
+        o.transport.stub(nil, "/items", MockTransport.Reply.status(503), MockTransport.Reply.status(200).after(0.5))
+        _ = o.items.send(Item(route: "/items", retries: 2, policy: .waitUntilDone))
+        o.clock.advance(by: 1)
+        o.clock.advance(by: 0.5)
+        let records = o.records.list
+        #expect(records.map(\.level) == [.warning, .info])
+        let ok = records[1]
+        #expect(ok.message == "GET https://shop.example.com:8443/items?api_key=*** → 200")
+        #expect(ok.metadata["http.request.method"] == "GET")
+        #expect(ok.metadata["url.full"] == "https://shop.example.com:8443/items?api_key=***")
+        #expect(ok.metadata["server.address"] == "shop.example.com")
+        #expect(ok.metadata["http.response.status_code"] == "200")
+        #expect(ok.metadata["apimanager.attempt"] == "2")
+        #expect(ok.metadata["apimanager.policy"] == "waitUntilDone")
+        #expect(ok.metadata["apimanager.scope"] == "catalog")
+        #expect(ok.metadata["error.type"] == nil)
+        #expect(records[0].metadata["error.type"] == "503")
+    }
+
+    @Test func noSecretInAnyRecordAtAnyLevel() {
+        let o = Observed(logLevel: .trace, authenticated: true)
+        o.transport.stub(nil, "/me", .json(#"{"message":"token s3cr3t-echo refused"}"#, status: 401), .status(403))
+        _ = o.items.send(Item(route: "/me", query: "token=s3cr3t-query&password=s3cr3t-password"))
+        _ = o.authenticator.release()
+        let written = o.everythingWritten
+        #expect(!written.contains("s3cr3t"), "\(written)")
+        #expect(o.records.list.contains { $0.level == .warning && $0.metadata["error.type"] == "403" })
+        #expect(o.records.list.contains { $0.level == .debug && $0.message == "task sent" })
+    }
+}
