@@ -287,6 +287,8 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> any APICancellable {
         let now = clock.now
+        // The head of a response arrives with it (APITransportOptions.headReceived), just before.
+        let completion = Self.reportingHead(options.headReceived, then: completion)
         // A streamed body (a file) is read as a server would, so the record shows its bytes.
         var request = request
         if let stream = request.httpBodyStream {
@@ -340,6 +342,18 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         }
         completion(reply.result.mapError { $0 })
         return cancellable
+    }
+
+    /// `completion`, telling `headReceived` first when it answers with a response.
+    private static func reportingHead(
+        _ headReceived: (@Sendable () -> Void)?,
+        then completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> @Sendable (Result<APIRawResponse, any Error>) -> Void {
+        guard let headReceived else { return completion }
+        return { result in
+            if case .success = result { headReceived() }
+            completion(result)
+        }
     }
 
     private static func readAll(_ stream: InputStream) -> Data {

@@ -71,8 +71,25 @@ struct ObserverTests {
         #expect(report.started == 10)
         #expect(report.sent == 10)
         #expect(report.answered == 11)
+        #expect(report.headReceived == 11, "the mock transport's head arrives with its answer")
+        #expect(report.timeToFirstByte == 1)
         #expect(report.method == "GET")
         #expect(report.redactedURL.hasSuffix("/slow"))
+    }
+
+    @Test func aFailedAttemptHasNoHeadAndItsReportSaysWhy() {
+        let observer = RecordingObserver()
+        let h = Harness(observers: [observer])
+        h.transport.stub(nil, "/down", .failure(.cannotConnectToHost))
+        h.send(TestRequest("/down"))
+        let reports = observer.observations.withLock { $0 }.compactMap { observation -> APIEngine.AttemptReport? in
+            if case .attemptEnded(let report) = observation.kind { return report }
+            return nil
+        }
+        #expect(reports.count == 1)
+        #expect(reports.first?.headReceived == nil)
+        #expect(reports.first?.timeToFirstByte == nil)
+        #expect(reports.first?.statusCode == nil)
     }
 
     @Test(arguments: ["cart", nil] as [String?])

@@ -96,7 +96,11 @@ extension APIEngine {
         public let started: TimeInterval
         /// When the request was handed to the transport (after building, authenticating, adapting).
         public let sent: TimeInterval
-        /// When the transport answered.
+        /// When the response's status line and headers arrived, as the transport told it
+        /// (``APITransportOptions/headReceived``: ``URLSessionTransport``, `AsyncHTTPClientTransport`
+        /// and `MockTransport` do); `nil` when no response came, or the transport does not say.
+        public let headReceived: TimeInterval?
+        /// When the transport answered (the whole body received).
         public let answered: TimeInterval
         /// Names treated as secrets for this request beyond the standard rule (see ``APISecrets``).
         public let sensitiveHeaders: Set<String>
@@ -105,6 +109,9 @@ extension APIEngine {
         public var buildDuration: TimeInterval { sent - started }
         /// Seconds the transport took to answer.
         public var transportDuration: TimeInterval { answered - sent }
+        /// Seconds from handing the request to the transport to the response's head (time to first
+        /// byte); `nil` without ``headReceived``.
+        public var timeToFirstByte: TimeInterval? { headReceived.map { $0 - sent } }
         /// The request's method (`GET` when it sets none).
         public var method: String { request.httpMethod ?? "GET" }
         /// The request's URL with its secrets redacted (see ``APISecrets``).

@@ -177,6 +177,11 @@ extension APIEngine {
             attempt.progress = channel
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }
+        if !observers.isEmpty {
+            let received = LockedState<TimeInterval?>(nil)
+            attempt.headReceivedAt = received
+            options.headReceived = { [clock] in received.withLock { $0 = $0 ?? clock.now } }
+        }
         attempt.sent = (options, clock.now)
         let request: APIHTTPRequest
         do {
@@ -285,7 +290,8 @@ extension APIEngine {
                 .attemptEnded(
                     APIEngine.AttemptReport(
                         attempt: attempt.number, request: attempt.request, result: result,
-                        started: attempt.startedAt, sent: sent.at, answered: now,
+                        started: attempt.startedAt, sent: sent.at,
+                        headReceived: attempt.headReceivedAt?.withLock { $0 }, answered: now,
                         sensitiveHeaders: sent.options.sensitiveHeaders)),
                 of: attempt.task, at: now)
         }

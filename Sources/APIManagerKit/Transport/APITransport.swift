@@ -155,6 +155,11 @@ public struct APITransportOptions: Sendable, Hashable {
     /// then carries its `Content-Length` and `Content-Type` and an empty `httpBodyStream`
     /// placeholder. `nil` otherwise. Not part of the options' equality.
     public var bodyWriter: APIRequestBody.Writer?
+    /// Called by the transport once, when the response's status line and headers arrived (the time
+    /// to first byte, for the engine's observers: ``APIEngine/AttemptReport/headReceived``); `nil`
+    /// unless the engine has observers. A transport that never calls it still works (the report
+    /// then has no such time). Not part of the options' equality.
+    public var headReceived: (@Sendable () -> Void)?
 
     /// Options; none unless given.
     public init(

@@ -401,6 +401,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
+        let headReceived = state.withLock { $0.transfers[dataTask.taskIdentifier]?.options.headReceived }
+        headReceived?()
         // A response to a HEAD, and a 1xx, 204 or 304, has no body whatever its Content-Length says
         // (RFC 9110 §6.4.1).
         let status = (response as? HTTPURLResponse)?.statusCode ?? 200

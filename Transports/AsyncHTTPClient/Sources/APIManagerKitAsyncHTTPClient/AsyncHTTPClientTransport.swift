@@ -210,7 +210,7 @@ final class Exchange: APICancellable, Sendable {
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
             uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request),
-            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeout))
+            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeout), headReceived: options.headReceived)
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         collector.watchIdleTime(of: task)
         let proceed = state.withLockedValue { state -> Bool in
@@ -515,14 +515,18 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
     private var heldBack = 0
     /// The next idle check: a scheduled callback (no promise, no future), cancelled at the end.
     private var idleCheck: NIOScheduledCallback?
+    /// Told when the response's head arrives (``APITransportOptions/headReceived``).
+    private let headReceived: (@Sendable () -> Void)?
     /// The task whose idle time is watched, until the exchange ends.
     private var watched: HTTPClient.Task<APIRawResponse>?
     private var ended = false
 
     init(
         url: URL?, limit: Int?, isHead: Bool, progress: APITransferProgress.Reporter? = nil, uploadLength: Int64? = nil,
-        sink: (any APIResponseBodySink)? = nil, idleLimit: TimeAmount? = nil
+        sink: (any APIResponseBodySink)? = nil, idleLimit: TimeAmount? = nil,
+        headReceived: (@Sendable () -> Void)? = nil
     ) {
+        self.headReceived = headReceived
         self.idleLimit = idleLimit
         self.sink = sink
         self.url = url
@@ -609,6 +613,7 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
 
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         active()
+        headReceived?()
         self.head = head
         // SwiftNIO's decompressor decodes one gzip or deflate coding and passes anything else on
         // as it is: a body it cannot decode fails clearly instead of reaching a decoder as noise.

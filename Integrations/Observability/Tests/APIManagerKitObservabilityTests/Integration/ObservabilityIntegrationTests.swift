@@ -43,6 +43,17 @@ private final class ServerAPI: APIManager {
     init(engine: APIEngine) { self.engine = engine }
 }
 
+/// Keeps the engine's attempt reports.
+private final class Reports: APIEngine.Observer, @unchecked Sendable {
+    // @unchecked: `all` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var all: [APIEngine.AttemptReport] = []
+    func observe(_ observation: APIEngine.Observation) {
+        if case .attemptEnded(let report) = observation.kind { lock.withLock { all.append(report) } }
+    }
+    var list: [APIEngine.AttemptReport] { lock.withLock { all } }
+}
+
 /// A swift-log handler that keeps every record's message and metadata as text.
 private struct TextLogHandler: LogHandler {
     final class Lines: @unchecked Sendable {
@@ -76,6 +87,7 @@ struct ObservabilityIntegrationTests {
     private let tracer = InMemoryTracer()
     private let metrics = TestMetrics()
     private let lines = TextLogHandler.Lines()
+    private let reports = Reports()
     private let api: ServerAPI
 
     init() {
@@ -85,7 +97,9 @@ struct ObservabilityIntegrationTests {
         var configuration = APIEngine.Configuration()
         configuration.transport = ObservedTransport.make()
         configuration.delivery = .queue(DispatchQueue(label: "observability-integration"))
-        configuration.observers = [LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracing]
+        configuration.observers = [
+            LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracing, reports,
+        ]
         configuration.interceptors = [tracing]
         api = ServerAPI(engine: APIEngine(configuration: configuration))
     }
@@ -120,6 +134,11 @@ struct ObservabilityIntegrationTests {
         #expect(
             lines.list.contains { $0.hasPrefix("info GET http://127.0.0.1:") && $0.contains("/anything?api_key=***") })
         #expect(!lines.list.joined().contains("s3cr3t"))
+        // The transport told when the response's head arrived: the time to first byte.
+        let report = try #require(reports.list.first)
+        let firstByte = try #require(report.timeToFirstByte)
+        #expect(firstByte >= 0)
+        #expect(firstByte <= report.transportDuration)
     }
 
     @Test func aRetriedFailureGivesASpanPerRequestEachPropagated() async throws {
