@@ -25,6 +25,7 @@ final class RecordingObserver: APIEngine.Observer {
         switch observation.kind {
         case .sent: return "\(id) sent"
         case .waiting(let ahead): return "\(id) waiting \(ahead.map(String.init) ?? "-")"
+        case .waitingForNetwork: return "\(id) waitingForNetwork"
         case .started(let attempt): return "\(id) started \(attempt)"
         case .attemptSent(let attempt, let request, let sharedWith):
             return "\(id) attemptSent \(attempt) \(request.url?.path ?? "")"
@@ -137,6 +138,25 @@ struct ObserverTests {
                 "\(id) renewing 1", "\(id) started 1", "\(id) attemptSent 1 /me", "\(id) attemptEnded 1 200 0.0",
                 "\(id) responseBuilt 1", "\(id) ended network",
             ])
+    }
+
+    @Test func aTaskWaitingForTheNetworkIsObservedEachTimeItWaits() {
+        let observer = RecordingObserver()
+        let h = Harness(observers: [observer])
+        h.transport.stub(nil, "/cart", .failure(.notConnectedToInternet), .json(#"{"value":"saved"}"#))
+        var request = TestRequest("/cart")
+        request.connectivityWait = .infinity
+        let task = h.send(request)
+        h.clock.advance(by: 2)
+        let id = task.identifier
+        #expect(
+            observer.lines(of: task) == [
+                "\(id) sent", "\(id) started 1", "\(id) attemptSent 1 /cart", "\(id) attemptEnded 1 failed 0.0",
+                "\(id) waitingForNetwork", "\(id) started 2", "\(id) attemptSent 2 /cart",
+                "\(id) attemptEnded 2 200 0.0",
+                "\(id) responseBuilt 2", "\(id) ended network",
+            ])
+        #expect(h.recorder.events(of: task) == ["start 1", "start 2", "finished"], "the delegate is not told")
     }
 
     @Test func ignoredAndPolicyCancelledTasksAreObservedToo() {

@@ -99,6 +99,7 @@ struct MachineHarness {
     static func describe(_ event: AnyAPITask.Event) -> String {
         switch event {
         case .waiting: return "waiting"
+        case .waitingForNetwork: return "waitingForNetwork"
         case .started(let attempt): return "started \(attempt)"
         case .progress(let progress): return "\(progress)"
         case .willRetry(let delay, _): return "retry \(delay)"

@@ -84,6 +84,8 @@ extension APIEngine {
                 return [(.debug, "→ \(about) sent (\(describe(task)))")]
             case .waiting(let ahead):
                 return [(.debug, "… \(about) waits" + (ahead.map { ", \($0) ahead in its line" } ?? ""))]
+            case .waitingForNetwork:
+                return [(.debug, "… \(about) waits for the network")]
             case .started(let attempt):
                 return [(.debug, "▷ \(about) begins attempt \(attempt)")]
             case .attemptSent(let attempt, let request, let sharedWith):

@@ -59,6 +59,10 @@ extension APIEngine {
             /// told (0: it is next); `nil` when it waits outside a line (a debounce's quiet time, a
             /// throttled task's turn) or has left the line since.
             case waiting(ahead: Int?)
+            /// The task waits for the network (``APIRequest/connectivityWait``): its attempt found the
+            /// engine offline, or failed with an offline error; it goes again when the network is
+            /// back. Told each time it begins such a wait.
+            case waitingForNetwork
             /// An attempt began (its request is about to be built), on its thread.
             case started(attempt: Int)
             /// The attempt's request went to the transport, as sent (secrets included: print
@@ -140,6 +144,7 @@ extension APIEngine {
         let kind: Observation.Kind
         switch event {
         case .waiting: kind = .waiting(ahead: state.withLock { $0.machine.tasksAhead(of: task) })
+        case .waitingForNetwork: kind = .waitingForNetwork
         case .started, .progress: return  // an attempt's start is told where it begins (`performStart`)
         case .willRetry(let delay, let error): kind = .retryScheduled(after: delay, error: error)
         case .cachedResponse: kind = .cachedCopy

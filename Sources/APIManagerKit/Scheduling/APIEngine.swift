@@ -161,7 +161,9 @@ public final class APIEngine: @unchecked Sendable {
         self.hasResilience = circuitBreaker != nil || retryBudget != nil
         self.state = LockedState(
             State(
-                machine: SchedulingMachine(circuitBreaker: circuitBreaker, retryBudget: retryBudget), delivery: delivery
+                machine: SchedulingMachine(
+                    circuitBreaker: circuitBreaker, retryBudget: retryBudget, emitsObserverEvents: !observers.isEmpty),
+                delivery: delivery
             ))
         self.cache = cache
         self.persistedHeaders = persistedHeaders

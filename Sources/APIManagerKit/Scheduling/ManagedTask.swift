@@ -108,25 +108,27 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             switch event {
             case .finished: durableSlot.taskEnded(with: nil, engine: engine)
             case .failed(let error): durableSlot.taskEnded(with: error, engine: engine)
-            case .waiting, .started, .progress, .willRetry, .cachedResponse: break
+            case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
             }
         }
         if let progressStreams {
             switch event {
             case .progress(let progress): progressStreams.yield(progress)
             case .finished, .failed: progressStreams.finish()
-            case .waiting, .started, .willRetry, .cachedResponse: break
+            case .waiting, .waitingForNetwork, .started, .willRetry, .cachedResponse: break
             }
         }
         if let bodyStream {
             switch event {
             case .finished: bodyStream.finish(.success(()))
             case .failed(let error): bodyStream.finish(.failure(error))
-            case .waiting, .started, .progress, .willRetry, .cachedResponse: break
+            case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
             }
         }
         guard let manager else { return }
         switch event {
+        case .waitingForNetwork:
+            break  // for the engine's observers only
         case .waiting:
             manager.taskIsWaiting(self)
         case .started(let attempt):

@@ -87,6 +87,7 @@ public struct LoggingObserver: APIEngine.Observer {
         case .sent: return "task sent"
         case .waiting(let ahead?): return "task waits, \(ahead) ahead in its line"
         case .waiting(nil): return "task waits"
+        case .waitingForNetwork: return "task waits for the network"
         case .started(let attempt): return "attempt \(attempt) begins"
         case .attemptSent(let attempt, _, let sharedWith?):
             return "attempt \(attempt) joined task \(sharedWith)'s request"

@@ -98,7 +98,7 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
                     ("apimanager.outcome", Self.outcome(result)),
                 ], factory: factory
             ).increment()
-        case .waiting, .started, .attemptSent, .responseBuilt, .cachedCopy:
+        case .waiting, .waitingForNetwork, .started, .attemptSent, .responseBuilt, .cachedCopy:
             break
         }
     }

@@ -107,6 +107,9 @@ public final class TracingInterceptor: APIEngine.Observer, APIRequestAdapter, @u
                 spans.span.setStatus(SpanStatus(code: .error))
             }
             spans.span.end()
+        case .waitingForNetwork:
+            let span = lock.withLock { tasks[task.identifier]?.span }
+            span?.addEvent(SpanEvent(name: "waiting for the network"))
         case .waiting, .started, .responseBuilt, .cachedCopy:
             break
         }
