@@ -78,6 +78,23 @@ struct ObserverTests {
         #expect(report.redactedURL.hasSuffix("/slow"))
     }
 
+    @Test func theTransportsPhasesReachTheAttemptsReport() {
+        let observer = RecordingObserver()
+        var configuration = APIEngine.Configuration()
+        configuration.transport = PhasedTransport()
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.observers = [observer]
+        let manager = TestManager(engine: APIEngine(configuration: configuration))
+        manager.send(TestRequest("/ok"))
+        let reports = observer.observations.withLock { $0 }.compactMap { observation -> APIEngine.AttemptReport? in
+            if case .attemptEnded(let report) = observation.kind { return report }
+            return nil
+        }
+        #expect(reports.map(\.phases) == [PhasedTransport.phases])
+        #expect(reports.first?.headReceived != nil)
+    }
+
     @Test func aFailedAttemptHasNoHeadAndItsReportSaysWhy() {
         let observer = RecordingObserver()
         let h = Harness(observers: [observer])
@@ -256,6 +273,25 @@ struct ObserverTests {
         #expect(lines.filter { $0.hasSuffix(" ended network") }.count == 50)
         #expect(lines.filter { $0.contains("attemptEnded 1 200") }.count == 50)
     }
+}
+
+/// A transport that measures phases, as URLSessionTransport does on Apple platforms.
+private struct PhasedTransport: APITransport {
+    static let phases = APIEngine.AttemptReport.Phases(
+        domainLookup: 0.001, connect: 0.002, secureConnection: 0.0015, request: 0.0001, waiting: 0.03,
+        response: 0.004, reusedConnection: false)
+
+    func send(
+        _ request: APIHTTPRequest, options: APITransportOptions,
+        completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        options.headReceived?()
+        options.phasesMeasured?(Self.phases)
+        completion(.success(APIRawResponse(statusCode: 200, body: Data(#"{"value":"ok"}"#.utf8))))
+        return NothingToCancel()
+    }
+
+    private struct NothingToCancel: APICancellable { func cancel() {} }
 }
 
 enum TraceContext {

@@ -106,6 +106,10 @@ extension APIEngine {
         public let headReceived: TimeInterval?
         /// When the transport answered (the whole body received).
         public let answered: TimeInterval
+        /// The exchange's phases, when the transport measured them
+        /// (``APITransportOptions/phasesMeasured``: ``URLSessionTransport`` on Apple platforms);
+        /// `nil` otherwise.
+        public let phases: Phases?
         /// Names treated as secrets for this request beyond the standard rule (see ``APISecrets``).
         public let sensitiveHeaders: Set<String>
 
@@ -113,6 +117,41 @@ extension APIEngine {
         public var buildDuration: TimeInterval { sent - started }
         /// Seconds the transport took to answer.
         public var transportDuration: TimeInterval { answered - sent }
+
+        /// The phases of an exchange as a transport measured them, in seconds; `nil` for a phase
+        /// it did not measure or that did not happen (no DNS lookup or connection on a reused
+        /// connection, no TLS over `http`).
+        public struct Phases: Sendable, Hashable {
+            /// Looking the host's name up.
+            public var domainLookup: TimeInterval?
+            /// Connecting, TLS included.
+            public var connect: TimeInterval?
+            /// The TLS handshake.
+            public var secureConnection: TimeInterval?
+            /// Sending the request.
+            public var request: TimeInterval?
+            /// From the request sent to the response's first byte: the server's time.
+            public var waiting: TimeInterval?
+            /// Receiving the response.
+            public var response: TimeInterval?
+            /// Whether the exchange went over a connection already open.
+            public var reusedConnection: Bool?
+
+            /// Phases; none measured unless given.
+            public init(
+                domainLookup: TimeInterval? = nil, connect: TimeInterval? = nil,
+                secureConnection: TimeInterval? = nil, request: TimeInterval? = nil, waiting: TimeInterval? = nil,
+                response: TimeInterval? = nil, reusedConnection: Bool? = nil
+            ) {
+                self.domainLookup = domainLookup
+                self.connect = connect
+                self.secureConnection = secureConnection
+                self.request = request
+                self.waiting = waiting
+                self.response = response
+                self.reusedConnection = reusedConnection
+            }
+        }
         /// Seconds from handing the request to the transport to the response's head (time to first
         /// byte); `nil` without ``headReceived``.
         public var timeToFirstByte: TimeInterval? { headReceived.map { $0 - sent } }

@@ -181,6 +181,9 @@ extension APIEngine {
             let received = LockedState<TimeInterval?>(nil)
             attempt.headReceivedAt = received
             options.headReceived = { [clock] in received.withLock { $0 = $0 ?? clock.now } }
+            let phases = LockedState<APIEngine.AttemptReport.Phases?>(nil)
+            attempt.phases = phases
+            options.phasesMeasured = { measured in phases.withLock { $0 = measured } }
         }
         attempt.sent = (options, clock.now)
         let request: APIHTTPRequest
@@ -292,6 +295,7 @@ extension APIEngine {
                         attempt: attempt.number, request: attempt.request, result: result,
                         started: attempt.startedAt, sent: sent.at,
                         headReceived: attempt.headReceivedAt?.withLock { $0 }, answered: now,
+                        phases: attempt.phases?.withLock { $0 },
                         sensitiveHeaders: sent.options.sensitiveHeaders)),
                 of: attempt.task, at: now)
         }

@@ -38,6 +38,9 @@ final class Attempt: @unchecked Sendable {
     /// When the transport said the response's head arrived (the engine's clock), for the engine's
     /// observers; `nil` without any, or until then. Written on the transport's thread.
     @exclusivity(unchecked) var headReceivedAt: LockedState<TimeInterval?>?
+    /// The phases the transport measured, for the engine's observers; `nil` without any, or until
+    /// told. Written on the transport's thread.
+    @exclusivity(unchecked) var phases: LockedState<APIEngine.AttemptReport.Phases?>?
     /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
     @exclusivity(unchecked) var sent: (options: APITransportOptions, at: TimeInterval)?
     /// The transport's answer, until the `receive` stage takes it.

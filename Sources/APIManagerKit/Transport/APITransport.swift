@@ -160,6 +160,12 @@ public struct APITransportOptions: Sendable, Hashable {
     /// unless the engine has observers. A transport that never calls it still works (the report
     /// then has no such time). Not part of the options' equality.
     public var headReceived: (@Sendable () -> Void)?
+    /// Called by a transport that measures an exchange's phases (DNS, connection, TLS, waiting for
+    /// the server), before it answers, for the engine's observers
+    /// (``APIEngine/AttemptReport/phases``): ``URLSessionTransport`` on Apple platforms, from
+    /// `URLSessionTaskMetrics` (FoundationNetworking on Linux collects none); `nil` unless the
+    /// engine has observers. Not part of the options' equality.
+    public var phasesMeasured: (@Sendable (APIEngine.AttemptReport.Phases) -> Void)?
 
     /// Options; none unless given.
     public init(

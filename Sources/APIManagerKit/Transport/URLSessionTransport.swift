@@ -537,6 +537,29 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         finish(task.taskIdentifier, response: task.response, error: error)
     }
 
+    #if !canImport(FoundationNetworking)
+    /// The exchange's phases, for the engine's observers (FoundationNetworking on Linux never calls
+    /// this). Apple calls it before the task's completion.
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        guard let measured = state.withLock({ $0.transfers[task.taskIdentifier]?.options.phasesMeasured }),
+            let transaction = metrics.transactionMetrics.last
+        else { return }
+        func span(_ start: Date?, _ end: Date?) -> TimeInterval? {
+            guard let start, let end else { return nil }
+            return end.timeIntervalSince(start)
+        }
+        measured(
+            APIEngine.AttemptReport.Phases(
+                domainLookup: span(transaction.domainLookupStartDate, transaction.domainLookupEndDate),
+                connect: span(transaction.connectStartDate, transaction.connectEndDate),
+                secureConnection: span(transaction.secureConnectionStartDate, transaction.secureConnectionEndDate),
+                request: span(transaction.requestStartDate, transaction.requestEndDate),
+                waiting: span(transaction.requestEndDate, transaction.responseStartDate),
+                response: span(transaction.responseStartDate, transaction.responseEndDate),
+                reusedConnection: transaction.isReusedConnection))
+    }
+    #endif
+
     /// On Linux, `.performDefaultHandling` leaves the task waiting forever and `.useCredential`
     /// without a credential crashes, so the challenge is rejected there and the cancellation that
     /// follows is turned back into the `401` response.
