@@ -250,3 +250,92 @@ struct DurableReplayWindowInlineTests {
         #expect((seen.max() ?? 0) - (seen.min() ?? 0) < 40, "depths \(seen)")
     }
 }
+
+@Suite("Durable replay window, random event sequences", .timeLimit(.minutes(1)))
+struct DurableReplayWindowRandomTests {
+    /// One random run on the machine alone: a scope opened with `backlog` restored records (made
+    /// into tasks a few at a time, in order, as a store's refill does), this run's durable tasks
+    /// sent at random, attempts that finish or fail for a retry, cancellations. After every event:
+    /// one task at most runs in the scope, and no task of this run has started while restored
+    /// records remain; at the end, the restored tasks started in their line's order, before every
+    /// task of this run.
+    private func run(seed: UInt64, backlog: Int, steps: Int) {
+        var random = SplitMix64(state: seed)
+        func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
+        let scope: String? = seed % 2 == 0 ? "cart" : nil
+        var h = MachineHarness()
+        h.run { $0.holdBehindBacklog(of: scope) }
+        var restored: [AnyAPITask] = []
+        var drained = false
+        // Refills asked for by ended window tasks, not yet arrived (a store's refill comes later).
+        var refillsDue = 0
+        var starts: [UInt64] = []
+        func restoreNext() {
+            guard restored.count < backlog else { return }
+            let task = AnyAPITask(
+                identifier: UInt64(h.tasks.count + 1), policy: .durable, scope: scope,
+                durableSlot: DurableSlot(isRestored: true))
+            h.tasks.append(task)
+            restored.append(task)
+            h.run { machine in machine.send(task, observed: false) }
+        }
+        for _ in 0..<(1 + pick(3)) { restoreNext() }
+        for step in 0..<steps {
+            let before = Set(h.events.filter { $0.hasSuffix(" started 1") })
+            let live = h.tasks.filter { $0.phase != .ended }
+            switch pick(7) {
+            case 6:
+                if refillsDue > 0 {
+                    refillsDue -= 1
+                    restoreNext()
+                }
+            case 0:
+                h.send(.durable, scope: scope, priority: [0, 0, 3][pick(3)])
+            case 1, 2:
+                if let task = live.first(where: { $0.phase == .running }) {
+                    h.finish(task)
+                    if task.durableSlot?.isRestored == true { refillsDue += 1 }  // the next record, later
+                }
+            case 3:
+                if let task = live.first(where: { $0.phase == .running }) { h.failForRetry(task, delay: 1) }
+            case 4:
+                if let task = live.first(where: { $0.phase == .waitingForRetry }) {
+                    let attempt = task.attemptNumber
+                    h.run { machine in machine.retryTimerFired(task, attempt: attempt) }
+                }
+            default:
+                if let task = live.randomElement(using: &random) {
+                    h.run { machine in machine.cancel(task, reason: .explicit) }
+                    if task.durableSlot?.isRestored == true { refillsDue += 1 }
+                }
+            }
+            if !drained, restored.count == backlog {
+                drained = true
+                h.run { $0.backlogDrained(of: scope) }
+            }
+            for line in h.events.filter({ $0.hasSuffix(" started 1") }) where !before.contains(line) {
+                starts.append(UInt64(line.split(separator: " ")[0]) ?? 0)
+            }
+            let running = h.tasks.filter { $0.phase == .running || $0.phase == .waitingForRetry }
+            #expect(running.count <= 1, "seed \(seed) step \(step): \(running.count) run at once")
+            if !drained {
+                #expect(
+                    running.allSatisfy { $0.durableSlot?.isRestored == true },
+                    "seed \(seed) step \(step): a task of this run started before the backlog")
+            }
+        }
+        let restoredIDs = Set(restored.map(\.identifier))
+        let restoredStarts = starts.filter { restoredIDs.contains($0) }
+        #expect(restoredStarts == restoredStarts.sorted(), "seed \(seed): restored tasks out of order")
+        if let firstOfThisRun = starts.firstIndex(where: { !restoredIDs.contains($0) }) {
+            #expect(
+                starts[firstOfThisRun...].allSatisfy { !restoredIDs.contains($0) },
+                "seed \(seed): a restored task started after one of this run")
+        }
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func theLineKeepsItsOrderAcrossTheWindowUnderRandomEvents(seed: UInt64) {
+        run(seed: seed, backlog: 12, steps: 400)
+    }
+}
