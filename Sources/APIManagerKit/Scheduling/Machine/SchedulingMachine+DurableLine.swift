@@ -11,11 +11,8 @@ extension SchedulingMachine {
     /// The app resolved the refusal: the line moves again (a retried task, sent just before, waits at
     /// its front).
     mutating func resumeLine(of key: String?) -> Actions {
-        var actions = Actions()
-        guard stoppedScopes.remove(key) != nil else { return actions }
-        let scope = key.flatMap { namedScopes[$0] } ?? (key == nil ? defaultScope : nil)
-        if let scope, !scope.hasRunning { pump(scope, into: &actions) }
-        return actions
+        guard stoppedScopes.remove(key) != nil else { return Actions() }
+        return pumpIfIdle(key)
     }
 
     /// Whether a final refusal stopped the scope's line.
@@ -31,10 +28,14 @@ extension SchedulingMachine {
     /// The store made the last of the scope's restored records into a task: this run's tasks may
     /// start again, behind the restored ones.
     mutating func backlogDrained(of key: String?) -> Actions {
+        guard durableBacklogs.remove(key) != nil else { return Actions() }
+        return pumpIfIdle(key)
+    }
+
+    /// Starts the head of the line of the scope named `key`, if it is open and nothing of it runs.
+    private mutating func pumpIfIdle(_ key: String?) -> Actions {
         var actions = Actions()
-        guard durableBacklogs.remove(key) != nil else { return actions }
-        let scope = key.flatMap { namedScopes[$0] } ?? (key == nil ? defaultScope : nil)
-        if let scope, !scope.hasRunning { pump(scope, into: &actions) }
+        if let scope = openScope(key), !scope.hasRunning { pump(scope, into: &actions) }
         return actions
     }
 

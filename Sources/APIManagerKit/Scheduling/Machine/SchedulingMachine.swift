@@ -73,9 +73,12 @@ struct SchedulingMachine {
         case .line, .lineFront, .lineRestored: break
         case .none, .started, .startedFromLine, .quiet: return nil
         }
-        let key = task.concurrencyScope
-        let scope = key.flatMap { namedScopes[$0] } ?? (key == nil ? defaultScope : nil)
-        return scope?.line.snapshot().firstIndex { $0 === task }
+        return openScope(task.concurrencyScope)?.line.snapshot().firstIndex { $0 === task }
+    }
+
+    /// The scope of `key`: the default one for `nil`, a named one while it is open.
+    func openScope(_ key: String?) -> ScopeState? {
+        key.flatMap { namedScopes[$0] } ?? (key == nil ? defaultScope : nil)
     }
 
     /// The in-flight tasks: per scope, the running ones, then the line from head to tail.
