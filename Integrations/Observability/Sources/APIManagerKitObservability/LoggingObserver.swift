@@ -47,7 +47,8 @@ public struct LoggingObserver: APIEngine.Observer {
             metadata[HTTPClientAttributes.method] = "\(HTTPClientAttributes.method(of: report.request))"
             metadata[HTTPClientAttributes.urlFull] = "\(report.redactedURL)"
             metadata[HTTPClientAttributes.serverAddress] = "\(HTTPClientAttributes.server(of: report.request).address)"
-            metadata["http.client.request.duration"] = "\(report.transportDuration)"
+            // Seconds, to the microsecond (no binary noise such as 0.010000000000000002).
+            metadata["http.client.request.duration"] = "\((report.transportDuration * 1e6).rounded() / 1e6)"
             if let status = report.statusCode { metadata[HTTPClientAttributes.statusCode] = "\(status)" }
             if let errorType { metadata[HTTPClientAttributes.errorType] = "\(errorType)" }
             let outcome = report.statusCode.map(String.init) ?? "failed (\(errorType ?? "error"))"

@@ -281,6 +281,7 @@ struct LoggingTests {
         #expect(ok.metadata["server.address"] == "shop.example.com")
         #expect(ok.metadata["http.response.status_code"] == "200")
         #expect(ok.metadata["apimanager.attempt"] == "2")
+        #expect(ok.metadata["http.client.request.duration"] == "0.5")
         #expect(ok.metadata["apimanager.policy"] == "waitUntilDone")
         #expect(ok.metadata["apimanager.scope"] == "catalog")
         #expect(ok.metadata["error.type"] == nil)
