@@ -178,12 +178,10 @@ extension APIEngine {
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }
         if !observers.isEmpty {
-            let received = LockedState<TimeInterval?>(nil)
-            attempt.headReceivedAt = received
-            options.headReceived = { [clock] in received.withLock { $0 = $0 ?? clock.now } }
-            let phases = LockedState<APIEngine.AttemptReport.Phases?>(nil)
-            attempt.phases = phases
-            options.phasesMeasured = { measured in phases.withLock { $0 = measured } }
+            let measured = LockedState(Attempt.Measured())
+            attempt.measured = measured
+            options.headReceived = { [clock] in measured.withLock { $0.headReceived = $0.headReceived ?? clock.now } }
+            options.phasesMeasured = { phases in measured.withLock { $0.phases = phases } }
         }
         attempt.sent = (options, clock.now)
         let request: APIHTTPRequest
@@ -289,13 +287,13 @@ extension APIEngine {
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
         if !observers.isEmpty, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
             let now = clock.now
+            let measured = attempt.measured?.withLock { $0 }
             tellObservers(
                 .attemptEnded(
                     APIEngine.AttemptReport(
                         attempt: attempt.number, request: attempt.request, result: result,
                         started: attempt.startedAt, sent: sent.at,
-                        headReceived: attempt.headReceivedAt?.withLock { $0 }, answered: now,
-                        phases: attempt.phases?.withLock { $0 },
+                        headReceived: measured?.headReceived, answered: now, phases: measured?.phases,
                         sensitiveHeaders: sent.options.sensitiveHeaders)),
                 of: attempt.task, at: now)
         }

@@ -35,12 +35,17 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var cache: CacheContext?
     /// When the attempt began (the engine's clock), for the engine's observers; 0 without any.
     @exclusivity(unchecked) var startedAt: TimeInterval = 0
-    /// When the transport said the response's head arrived (the engine's clock), for the engine's
-    /// observers; `nil` without any, or until then. Written on the transport's thread.
-    @exclusivity(unchecked) var headReceivedAt: LockedState<TimeInterval?>?
-    /// The phases the transport measured, for the engine's observers; `nil` without any, or until
-    /// told. Written on the transport's thread.
-    @exclusivity(unchecked) var phases: LockedState<APIEngine.AttemptReport.Phases?>?
+    /// What the transport told of the exchange for the engine's observers (when the response's head
+    /// arrived, its phases); `nil` without observers. Written on the transport's thread.
+    @exclusivity(unchecked) var measured: LockedState<Measured>?
+
+    /// See ``measured``.
+    struct Measured {
+        /// When the response's head arrived (the engine's clock).
+        var headReceived: TimeInterval?
+        var phases: APIEngine.AttemptReport.Phases?
+    }
+
     /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
     @exclusivity(unchecked) var sent: (options: APITransportOptions, at: TimeInterval)?
     /// The transport's answer, until the `receive` stage takes it.

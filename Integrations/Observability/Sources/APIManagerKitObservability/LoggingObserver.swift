@@ -42,17 +42,18 @@ public struct LoggingObserver: APIEngine.Observer {
             let errorType = HTTPClientAttributes.errorType(of: report)
             let level = errorType == nil ? attemptLevel : .warning
             guard logger.logLevel <= level else { return }
+            let url = report.redactedURL  // once: the redaction is most of a record's cost
             var metadata = Self.metadata(of: task)
             metadata[HTTPClientAttributes.attempt] = "\(report.attempt)"
             metadata[HTTPClientAttributes.method] = "\(HTTPClientAttributes.method(of: report.request))"
-            metadata[HTTPClientAttributes.urlFull] = "\(report.redactedURL)"
+            metadata[HTTPClientAttributes.urlFull] = "\(url)"
             metadata[HTTPClientAttributes.serverAddress] = "\(HTTPClientAttributes.server(of: report.request).address)"
             // Seconds, to the microsecond (no binary noise such as 0.010000000000000002).
             metadata["http.client.request.duration"] = "\((report.transportDuration * 1e6).rounded() / 1e6)"
             if let status = report.statusCode { metadata[HTTPClientAttributes.statusCode] = "\(status)" }
             if let errorType { metadata[HTTPClientAttributes.errorType] = "\(errorType)" }
             let outcome = report.statusCode.map(String.init) ?? "failed (\(errorType ?? "error"))"
-            logger.log(level: level, "\(report.method) \(report.redactedURL) → \(outcome)", metadata: metadata)
+            logger.log(level: level, "\(report.method) \(url) → \(outcome)", metadata: metadata)
         case .ended(.failure(let error)):
             let routine: Bool
             switch error {
