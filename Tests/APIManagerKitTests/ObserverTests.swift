@@ -176,6 +176,26 @@ struct ObserverTests {
         #expect(h.recorder.events(of: task) == ["start 1", "start 2", "finished"], "the delegate is not told")
     }
 
+    @Test(arguments: ["cart", nil] as [String?])
+    func aTaskCancelledWhileWaitingOrRetryingEndsWithNoAttemptAfter(scope: String?) {
+        let observer = RecordingObserver()
+        let h = Harness(observers: [observer])
+        h.transport.stub(nil, "/flaky", .status(503), .json(#"{"value":"ok"}"#))
+        let retrying = h.send(
+            TestRequest(
+                "/flaky", .waitUntilDone, scope: scope,
+                retry: APIRetryPolicy(maxAttempts: 2, baseDelay: 2, jitter: .none)))
+        let waiting = h.send(TestRequest("/ok", .waitUntilDone, scope: scope))
+        waiting.cancel()
+        retrying.cancel()
+        h.clock.advance(by: 5)
+        let (w, r) = (waiting.identifier, retrying.identifier)
+        #expect(observer.lines(of: waiting) == ["\(w) sent", "\(w) waiting 0", "\(w) ended cancelled(explicit)"])
+        #expect(
+            observer.lines(of: retrying).suffix(2) == ["\(r) retry 2.0 status(503)", "\(r) ended cancelled(explicit)"])
+        #expect(observer.lines(of: retrying).filter { $0.contains("started") } == ["\(r) started 1"])
+    }
+
     @Test func ignoredAndPolicyCancelledTasksAreObservedToo() {
         let observer = RecordingObserver()
         let h = Harness(observers: [observer])

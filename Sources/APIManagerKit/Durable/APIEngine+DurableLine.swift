@@ -110,11 +110,8 @@ extension APIEngine {
         private func decide(
             sending task: AnyAPITask? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
         ) {
-            decided.append(
-                engine.state.withLock { state in
-                    let actions = event(&state.machine)
-                    return (actions, actions.deliverEvents ? state.delivery : nil, task)
-                })
+            let (actions, delivery) = engine.decide(event)
+            decided.append((actions, delivery, task))
         }
     }
 }

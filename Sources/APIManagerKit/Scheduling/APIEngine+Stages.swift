@@ -285,7 +285,10 @@ extension APIEngine {
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
-        if !observers.isEmpty, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
+        // Whether the attempt is still its task's: asked once, for the observers and the monitor.
+        let reported =
+            (!observers.isEmpty || attempt.monitor != nil) && isCurrent(attempt.task, attempt: attempt.number)
+        if reported, !observers.isEmpty, let sent = attempt.sent {
             let now = clock.now
             let measured = attempt.measured?.withLock { $0 }
             tellObservers(
@@ -297,7 +300,7 @@ extension APIEngine {
                         sensitiveHeaders: sent.options.sensitiveHeaders)),
                 of: attempt.task, at: now)
         }
-        if let monitor = attempt.monitor, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
+        if reported, let monitor = attempt.monitor, let sent = attempt.sent {
             monitor(
                 APIEvent(
                     kind: .finished(result), taskIdentifier: attempt.task.identifier, attempt: attempt.number,
@@ -382,19 +385,13 @@ extension APIEngine {
     /// attempt, so a late answer never runs the manager's hooks.
     private func respond(_ attempt: Attempt) -> Attempt.Outcome {
         guard let raw = attempt.response, isCurrent(attempt.task, attempt: attempt.number) else { return .dropped }
-        guard observers.isEmpty else { return respondObserved(attempt, raw: raw) }
-        switch ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache) {
-        case .built(let response, let source): return .answered(response, source)
-        case .failed(let error): return .failed(error)
-        }
-    }
-
-    /// ``respond(_:)``, timed for the observers.
-    private func respondObserved(_ attempt: Attempt, raw: APIRawResponse) -> Attempt.Outcome {
-        let start = clock.now
+        let observed = !observers.isEmpty
+        let start = observed ? clock.now : 0
         let result = ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache)
-        let end = clock.now
-        tellObservers(.responseBuilt(attempt: attempt.number, duration: end - start), of: attempt.task, at: end)
+        if observed {
+            let end = clock.now
+            tellObservers(.responseBuilt(attempt: attempt.number, duration: end - start), of: attempt.task, at: end)
+        }
         switch result {
         case .built(let response, let source): return .answered(response, source)
         case .failed(let error): return .failed(error)

@@ -277,12 +277,20 @@ public final class APIEngine: @unchecked Sendable {
     func transition(
         reportingTo attempt: Attempt? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
     ) -> SchedulingMachine.Actions {
-        let (actions, delivery) = state.withLock { state -> (SchedulingMachine.Actions, APIEngine.Delivery?) in
+        let (actions, delivery) = decide(event)
+        perform(actions, delivery: delivery, reportingTo: attempt)
+        return actions
+    }
+
+    /// Runs one event of the scheduling machine under the lock and returns what to perform, and
+    /// where to deliver, for a caller that performs it itself, after the lock is released.
+    func decide(
+        _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
+    ) -> (SchedulingMachine.Actions, APIEngine.Delivery?) {
+        state.withLock { state in
             let actions = event(&state.machine)
             return (actions, actions.deliverEvents ? state.delivery : nil)
         }
-        perform(actions, delivery: delivery, reportingTo: attempt)
-        return actions
     }
 
     /// ``transition(reportingTo:_:)`` for the event that sends `task`: the engine's observers are told
@@ -293,10 +301,7 @@ public final class APIEngine: @unchecked Sendable {
             transition(event)
             return
         }
-        let (actions, delivery) = state.withLock { state -> (SchedulingMachine.Actions, APIEngine.Delivery?) in
-            let actions = event(&state.machine)
-            return (actions, actions.deliverEvents ? state.delivery : nil)
-        }
+        let (actions, delivery) = decide(event)
         tellObservers(.sent, of: task)
         perform(actions, delivery: delivery)
     }

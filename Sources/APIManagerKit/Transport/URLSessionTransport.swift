@@ -401,8 +401,6 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        let headReceived = state.withLock { $0.transfers[dataTask.taskIdentifier]?.options.headReceived }
-        headReceived?()
         // A response to a HEAD, and a 1xx, 204 or 304, has no body whatever its Content-Length says
         // (RFC 9110 §6.4.1).
         let status = (response as? HTTPURLResponse)?.statusCode ?? 200
@@ -410,26 +408,30 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let declared = bodiless ? 0 : response.expectedContentLength
         let codings = APIHTTPRules.contentCodings(
             (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
-        // One locked step: refuse a length past the limit, or say where the body goes.
-        let (tooLarge, sink) = state.withLock { state -> (URLSessionTask?, (any APIResponseBodySink)?) in
+        // One locked step: refuse a length past the limit, or say where the body goes (and whom to
+        // tell that the head arrived).
+        let (tooLarge, sink, headReceived) = state.withLock {
+            state -> (URLSessionTask?, (any APIResponseBodySink)?, (@Sendable () -> Void)?) in
             let identifier = dataTask.taskIdentifier
-            guard let transfer = state.transfers[identifier] else { return (nil, nil) }
+            guard let transfer = state.transfers[identifier] else { return (nil, nil, nil) }
+            let headReceived = transfer.options.headReceived
             state.transfers[identifier]?.lastActivity = DispatchTime.now().uptimeNanoseconds
             let limit = transfer.maxBodySize
             let sink = transfer.options.responseBody
             // A compressed body's announced length is not the length of the bytes counted.
             if declared >= 0, codings.isEmpty { state.transfers[identifier]?.expectedBytes = declared }
             // A download's or a stream's 2xx body does not stay in memory: the limit does not apply.
-            if sink != nil, (200..<300).contains(status) { return (nil, sink) }
+            if sink != nil, (200..<300).contains(status) { return (nil, sink, headReceived) }
             if APIHTTPRules.isRefusedAtHead(announcedLength: declared, codings: codings, limit: limit) {
                 state.transfers[identifier]?.stopping(.bodyTooLarge)
-                return (dataTask, sink)
+                return (dataTask, sink, headReceived)
             }
             if declared > 0 {
                 state.transfers[identifier]?.body.reserveCapacity(Int(min(declared, Int64(limit ?? 16 << 20))))
             }
-            return (nil, sink)
+            return (nil, sink, headReceived)
         }
+        headReceived?()
         if let tooLarge {
             // The Linux URLSession ignores the disposition, so the task is cancelled as well.
             completionHandler(.cancel)

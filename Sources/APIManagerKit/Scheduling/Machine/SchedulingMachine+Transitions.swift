@@ -96,8 +96,8 @@ extension SchedulingMachine {
 
     /// Starts the head of the line while it may start.
     mutating func pump(_ scope: ScopeState, into actions: inout Actions) {
-        if !stoppedScopes.isEmpty, stoppedScopes.contains(scope.key) { return }
-        let holdsBack = !durableBacklogs.isEmpty && durableBacklogs.contains(scope.key)
+        if lineIsStopped(scope.key) { return }
+        let holdsBack = lineHasBacklog(scope.key)
         while let head = scope.line.head, Self.mayStartFromLine(head, in: scope) {
             // Restored records still on disk go before this run's tasks.
             if holdsBack, Self.durablePlace(of: head) == .byPriority { return }
