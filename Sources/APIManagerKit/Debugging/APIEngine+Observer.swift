@@ -20,8 +20,10 @@ extension APIEngine {
     /// ```
     ///
     /// **Where and in what order.** Never with the engine's lock held. ``Observation/Kind/sent`` on
-    /// the thread that sent the task, before `send(_:)` returns and before anything else of the task
-    /// (so the sender's task-local values, a trace's context among them, are still there); the
+    /// the thread that sent the task, before `send(_:)` returns and before anything else of the task,
+    /// whatever other threads do meanwhile: the task joins its line only once the observers
+    /// returned (so the sender's task-local values, a trace's context among them, are still there;
+    /// a task restored by a durable line's replay is told on the thread that replays it); the
     /// attempt's ``Observation/Kind/started(attempt:)``,
     /// ``Observation/Kind/attemptSent(attempt:request:sharedWith:)``,
     /// ``Observation/Kind/attemptEnded(_:)`` and ``Observation/Kind/responseBuilt(attempt:duration:)``
@@ -38,6 +40,17 @@ extension APIEngine {
     public protocol Observer: Sendable {
         /// One thing the engine did (see ``Observer`` for the thread and the order).
         func observe(_ observation: APIEngine.Observation)
+
+        /// The attempt's request is about to go on the wire: the interceptors, the cache and
+        /// request sharing have decided, and the transport is given it next. An observer may add
+        /// to it what travels with a request (a trace's context, `traceparent`). Called once per
+        /// request the transport is given: a retry's and a request sent again after a renewed
+        /// credential included; never for an answer from the cache or for a request that joins
+        /// an identical one in flight (``APIConcurrencyPolicy/Sharing``: what an observer adds
+        /// does not tell identical requests apart). On the attempt's thread, before
+        /// ``Observation/Kind/attemptSent(attempt:request:sharedWith:)``. Does nothing unless
+        /// implemented.
+        func willSend(_ request: inout URLRequest, attempt: Int, of task: AnyAPITask)
     }
 
     /// One thing the engine did to a task (see ``Observer``).
@@ -167,6 +180,10 @@ extension APIEngine {
             return nil
         }
     }
+}
+
+extension APIEngine.Observer {
+    public func willSend(_ request: inout URLRequest, attempt: Int, of task: AnyAPITask) {}
 }
 
 // MARK: The engine's side

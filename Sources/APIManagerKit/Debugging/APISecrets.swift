@@ -17,7 +17,8 @@ import FoundationNetworking
 ///   `api_key`, `access_token`, `client_secret`, `X-Amz-Signature`), where `auth` that begins
 ///   `author` counts only as `authorize` or `authorise` (`X-Authorization` is secret; `author`,
 ///   `authors` and `authority` are not);
-/// - it is `key`, `sig`, `pwd`, `pass` or `jwt`;
+/// - it is `key`, `sig`, `pwd`, `pass`, `jwt` or `AWSAccessKeyId` (with `Signature` and
+///   `X-Goog-Signature`, the query keys OpenTelemetry's `url.full` redacts);
 /// - or it is one of the names added: a request's ``APIAuthentication/Authorization`` header, persisted auth
 ///   headers, whatever an authenticator sets, and ``APIEngine/secretNames``.
 ///
@@ -32,6 +33,7 @@ public enum APISecrets {
     /// Names that are secret whatever their fragments, lower-cased.
     public static let standardNames: Set<String> = [
         "authorization", "proxy-authorization", "cookie", "set-cookie", "key", "sig", "pwd", "pass", "jwt",
+        "awsaccesskeyid",
     ]
 
     /// Fragments that make a name secret, matched against the name lower-cased without `-`, `_`

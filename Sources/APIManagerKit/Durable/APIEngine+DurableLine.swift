@@ -15,10 +15,12 @@ extension APIEngine {
             }
             return
         }
+        // Told before the store writes it: no other thread sees the task before its observers do.
+        tellSent(task)
         let line = DurableLineEvents(engine: self, scope: task.concurrencyScope, sentIsObserved: observed)
         let refusal = durableStore.write(task, line: line)
         line.perform()
-        if let refusal { transition(sending: task) { $0.sendRefused(task, observed: observed, error: refusal) } }
+        if let refusal { transition { $0.sendRefused(task, observed: observed, error: refusal) } }
     }
 
     /// Sends again what `scope`'s durable line held, if this engine's store had not opened it yet
@@ -72,8 +74,8 @@ extension APIEngine {
         private let scope: String?
         /// Whether the task the call sends (not a restored one) has an async caller.
         private let sentIsObserved: Bool
-        /// What each event decided, with the task it sent (told to the engine's observers first).
-        private var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?, sent: AnyAPITask?)] = []
+        /// What each event decided.
+        private var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
 
         init(engine: APIEngine, scope: String?, sentIsObserved: Bool) {
             self.engine = engine
@@ -82,10 +84,13 @@ extension APIEngine {
         }
 
         /// A task joins the line: a restored one is observed when its replay's template gave it an
-        /// observer (the replay's outcomes).
+        /// observer (the replay's outcomes). The engine's observers are told it was sent before it
+        /// joins (the task the call sends was told before the store's lock was taken; a restored
+        /// one is told here, on the thread that replays or refills, with the store's lock held).
         func send(_ task: AnyAPITask) {
             let observed = task.isRestored ? task.isObserved : sentIsObserved
-            decide(sending: task) { $0.send(task, observed: observed) }
+            engine.tellSent(task)
+            decide { $0.send(task, observed: observed) }
         }
 
         /// A kept refusal stops the line.
@@ -101,17 +106,11 @@ extension APIEngine {
         func perform() {
             let decided = self.decided
             self.decided = []
-            for (actions, delivery, sent) in decided {
-                if let sent, !engine.observers.isEmpty { engine.tellObservers(.sent, of: sent) }
-                engine.perform(actions, delivery: delivery)
-            }
+            for (actions, delivery) in decided { engine.perform(actions, delivery: delivery) }
         }
 
-        private func decide(
-            sending task: AnyAPITask? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
-        ) {
-            let (actions, delivery) = engine.decide(event)
-            decided.append((actions, delivery, task))
+        private func decide(_ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {
+            decided.append(engine.decide(event))
         }
     }
 }

@@ -184,19 +184,20 @@ extension APIEngine {
             options.phasesMeasured = { phases in measured.withLock { $0.phases = phases } }
         }
         attempt.sent = (options, clock.now)
+        // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
+        // never shared.
+        if attempt.task.sharing != .never, attempt.task.sharing.allows(attempt.request.httpMethod),
+            attempt.request.httpBodyStream == nil, attempt.body.isMemory
+        {
+            return sendShared(attempt, options: options)
+        }
+        letObserversPrepare(attempt)
         let request: APIHTTPRequest
         do {
             request = try APIHTTPRequest(
                 attempt.request, bodyFile: attempt.bodyFile, totalTimeout: attempt.task.totalTimeout)
         } catch {
             return .failed(error)
-        }
-        // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
-        // never shared.
-        if attempt.task.sharing != .never, attempt.task.sharing.allows(attempt.request.httpMethod),
-            attempt.request.httpBodyStream == nil, attempt.body.isMemory
-        {
-            return sendShared(attempt, request: request, options: options)
         }
         tellStarted(attempt, kind: .started)
         // Off the transport's callback queue: responses of different tasks build in parallel.
@@ -206,10 +207,10 @@ extension APIEngine {
 
     /// Sends the attempt on the flight of its identical requests, or joins it (see
     /// ``SharedFlights``); the handle the machine keeps leaves the flight.
-    private func sendShared(
-        _ attempt: Attempt, request: APIHTTPRequest, options: APITransportOptions
-    ) -> Attempt.Outcome {
+    private func sendShared(_ attempt: Attempt, options: APITransportOptions) -> Attempt.Outcome {
         let task = attempt.task
+        // The key is the request as the user's hooks made it: what observers add (a trace's
+        // context) does not tell identical requests apart.
         let key = SharedFlights.Key(
             attempt.request, bodyLimit: task.maxResponseBodySize, partition: task.cacheSettings.partition)
         attempt.flightKey = key
@@ -218,9 +219,21 @@ extension APIEngine {
             tellStarted(attempt, kind: .joined(leaderTask: leader))
             return .sent(member)
         case .leads(let flight, let member):
+            letObserversPrepare(attempt)
+            // Built by the launch when it cannot be here: the flight then ends with the error.
+            let request = try? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: task.totalTimeout)
             tellStarted(attempt, kind: .started)
             launch(SharedFlights.Launch(leader: attempt, request: request, key: key, flight: flight))
             return .sent(member)
+        }
+    }
+
+    /// The observers add to the request what travels with it on the wire (a trace's context), just
+    /// before the transport has it (see ``APIEngine/Observer/willSend(_:attempt:of:)``).
+    private func letObserversPrepare(_ attempt: Attempt) {
+        guard !observers.isEmpty else { return }
+        for observer in observers {
+            observer.willSend(&attempt.request, attempt: attempt.number, of: attempt.task)
         }
     }
 
@@ -234,9 +247,13 @@ extension APIEngine {
                 sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize)
         let request: APIHTTPRequest
         do {
-            request =
-                try launch.request
-                ?? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: attempt.task.totalTimeout)
+            if let built = launch.request {
+                request = built
+            } else {
+                // A leader that took a left flight over: its request goes on the wire now.
+                letObserversPrepare(attempt)
+                request = try APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: attempt.task.totalTimeout)
+            }
         } catch {
             flights.answered(launch.key, flight: launch.flight, with: .failure(error))
             return

@@ -294,16 +294,19 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     /// ``transition(reportingTo:_:)`` for the event that sends `task`: the engine's observers are told
-    /// it was sent once the machine gave it its identifier, before anything the machine decided is
-    /// performed (and so before any other event of the task).
+    /// it was sent first (``tellSent(_:)``).
     func transition(sending task: AnyAPITask, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {
-        guard !observers.isEmpty else {
-            transition(event)
-            return
-        }
-        let (actions, delivery) = decide(event)
-        tellObservers(.sent, of: task)
-        perform(actions, delivery: delivery)
+        tellSent(task)
+        transition(event)
+    }
+
+    /// Tells the engine's observers, if it has any, that `task` is sent: the machine gives it its
+    /// identifier first, and the task joins its line only after the observers return, so no other
+    /// thread (a cancel, a policy, the delivery of another task's events) sees it before. Told once:
+    /// a task already identified is not told again.
+    func tellSent(_ task: AnyAPITask) {
+        guard !observers.isEmpty else { return }
+        if state.withLock({ $0.machine.identify(task) }) { tellObservers(.sent, of: task) }
     }
 
     /// Applies the task's policy: starts it, queues it, ignores it, or (if it was cancelled before

@@ -16,21 +16,36 @@ enum HTTPClientAttributes {
     static let statusCode = "http.response.status_code"
     static let errorType = "error.type"
     static let resendCount = "http.request.resend_count"
+    static let methodOriginal = "http.request.method_original"
     /// The library's own, for what the conventions do not name.
     static let taskIdentifier = "apimanager.task.id"
     static let attempt = "apimanager.attempt"
     static let policy = "apimanager.policy"
     static let scope = "apimanager.scope"
+    static let responseSource = "apimanager.response.source"
+    static let sharedWith = "apimanager.shared_with"
 
-    /// The methods the conventions name; any other is `_OTHER`.
+    /// The methods the conventions name, as they are written (method names are case-sensitive);
+    /// any other is `_OTHER`.
     private static let knownMethods: Set<String> = [
         "CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "QUERY",
     ]
 
-    /// The method as the conventions want it: the known ones, else `_OTHER`.
-    static func method(of request: URLRequest) -> String {
-        let method = (request.httpMethod ?? "GET").uppercased()
-        return knownMethods.contains(method) ? method : "_OTHER"
+    /// A request's method as the conventions want it.
+    struct Method: Equatable {
+        /// `http.request.method`: a known method as written, else `_OTHER`.
+        let attribute: String
+        /// `http.request.method_original`: the method as sent, when it is not the attribute.
+        let original: String?
+        /// A client span's name: the known method, else `HTTP`.
+        var spanName: String { original == nil ? attribute : "HTTP" }
+    }
+
+    /// The method of `request` (`GET` when it names none) as the conventions want it.
+    static func method(of request: URLRequest) -> Method { method(request.httpMethod ?? "GET") }
+
+    static func method(_ sent: String) -> Method {
+        knownMethods.contains(sent) ? Method(attribute: sent, original: nil) : Method(attribute: "_OTHER", original: sent)
     }
 
     /// The server's host and port (the scheme's default when the URL names none).
@@ -69,6 +84,37 @@ enum HTTPClientAttributes {
         switch report.result {
         case .success(let response): return response.statusCode >= 400 ? String(response.statusCode) : nil
         case .failure(let error): return errorType(of: error)
+        }
+    }
+
+    /// An error as the library describes its kind, for a span's recorded error: the status and
+    /// phrase of an answer, never what the server wrote (a body's message, a decoding error's
+    /// values) nor an underlying error's text, which may quote the server.
+    struct OwnDescription: Error, CustomStringConvertible {
+        let description: String
+
+        init(_ error: APIError) {
+            switch error {
+            case .unacceptableStatus(let response, _):
+                description = APIError.unacceptableStatus(response, message: nil).description
+            case .decoding(_, let response):
+                description = "The response (status \(response.statusCode)) could not be decoded."
+            case .rejected(_, let response):
+                description = "The response (status \(response.statusCode)) was rejected."
+            case .transport(let error as URLError):
+                description = "The request failed to reach the server (URLError \(error.code.rawValue))."
+            case .transport:
+                description = "The request failed to reach the server."
+            case .invalidRequest:
+                description = "The request is invalid."
+            case .authenticationFailed:
+                description = "The server refused the credential and it could not be refreshed."
+            case .durableStore:
+                description = "The durable task was not kept on disk."
+            default:
+                // The library's own words, with nothing of a server's or another error's.
+                description = error.description
+            }
         }
     }
 }

@@ -45,7 +45,7 @@ public struct LoggingObserver: APIEngine.Observer {
             let url = report.redactedURL  // once: the redaction is most of a record's cost
             var metadata = Self.metadata(of: task)
             metadata[HTTPClientAttributes.attempt] = "\(report.attempt)"
-            metadata[HTTPClientAttributes.method] = "\(HTTPClientAttributes.method(of: report.request))"
+            metadata[HTTPClientAttributes.method] = "\(HTTPClientAttributes.method(of: report.request).attribute)"
             metadata[HTTPClientAttributes.urlFull] = "\(url)"
             metadata[HTTPClientAttributes.serverAddress] = "\(HTTPClientAttributes.server(of: report.request).address)"
             // Seconds, to the microsecond (no binary noise such as 0.010000000000000002).

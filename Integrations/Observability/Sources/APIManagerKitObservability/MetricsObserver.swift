@@ -112,7 +112,7 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
     static func serverDimensions(of request: URLRequest) -> [(String, String)] {
         let server = HTTPClientAttributes.server(of: request)
         var dimensions = [
-            (HTTPClientAttributes.method, HTTPClientAttributes.method(of: request)),
+            (HTTPClientAttributes.method, HTTPClientAttributes.method(of: request).attribute),
             (HTTPClientAttributes.serverAddress, server.address),
         ]
         if let port = server.port { dimensions.append((HTTPClientAttributes.serverPort, String(port))) }

@@ -25,6 +25,8 @@ struct SchedulingMachine {
     let defaultScope = ScopeState(key: nil)
     var namedScopes: [String: ScopeState] = [:]
     var nextSequence: UInt64 = 0
+    /// The last identifier given to a task (``identify(_:)``).
+    var nextIdentifier: UInt64 = 0
     /// When the next ``APIConcurrencyPolicy/throttle`` task of each scope may start.
     var throttleTurns = ThrottleTurns()
     var outbox = EventOutbox()
@@ -126,7 +128,21 @@ struct SchedulingMachine {
 
     // MARK: Events
 
-    /// A task is sent: it gets its identifier, and its policy starts it, queues it, ignores it, or
+    /// A task about to be sent gets its identifier, once, and nothing else: it joins no line and no
+    /// other event sees it until it is sent (``send(_:observed:now:)``). The engine calls it first
+    /// when it has observers, so that they are told the task was sent, with its identifier, before
+    /// any other thread can do anything to it.
+    /// Returns whether it did (`false`: identified or sent already).
+    @discardableResult
+    mutating func identify(_ task: AnyAPITask) -> Bool {
+        guard case .created = task.record.lifecycle, !task.record.isIdentified else { return false }
+        nextIdentifier += 1
+        task.identifier = nextIdentifier
+        task.record.isIdentified = true
+        return true
+    }
+
+    /// A task is sent: it gets its identifier (unless ``identify(_:)`` gave it one), and its policy starts it, queues it, ignores it, or
     /// (cancelled before it was sent) ends it (see `SchedulingMachine+Policies.swift`, one function
     /// per policy). `now` is the engine's clock, read only for a policy that
     /// ``APIConcurrencyPolicy/readsClockWhenSent``.
@@ -134,9 +150,9 @@ struct SchedulingMachine {
         var actions = Actions()
         guard case .created(let cancelledBeforeSend) = task.record.lifecycle else { return actions }
         task.record.isObserved = observed
+        identify(task)
         nextSequence += 1
         task.record.sequence = nextSequence
-        task.identifier = nextSequence
         task.record.lifecycle = .waiting(timer: nil)
         if let reason = cancelledBeforeSend {
             end(task, with: .failure(.cancelled(reason: reason)), into: &actions)
@@ -157,9 +173,9 @@ struct SchedulingMachine {
         var actions = Actions()
         guard case .created = task.record.lifecycle else { return actions }
         task.record.isObserved = observed
+        identify(task)
         nextSequence += 1
         task.record.sequence = nextSequence
-        task.identifier = nextSequence
         task.record.lifecycle = .waiting(timer: nil)
         end(task, with: .failure(error), into: &actions)
         return actions

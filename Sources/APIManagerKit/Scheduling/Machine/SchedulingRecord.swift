@@ -82,6 +82,8 @@ struct SchedulingRecord {
     var hasReplayed = false
     /// Whether an async caller waits for this task (its typed observer lives in the typed task).
     var isObserved = false
+    /// Whether the task got its identifier before it was sent (``SchedulingMachine/identify(_:)``).
+    var isIdentified = false
     /// Whether the task holds a slot of its ``APIConcurrencyPolicy/Group``, or waits for one (its policy
     /// started it; it is listed as started, its lifecycle still `.waiting`).
     var holdsGroupSlot = false
