@@ -87,7 +87,6 @@ case "noop", "inmemory":
     let tracing = TracingInterceptor(tracer: inMemory ? InMemoryTracer() : NoOpTracer())
     let metrics = MetricsObserver(factory: inMemory ? TestMetrics() : NOOPMetricsHandler.instance)
     configuration.observers = [LoggingObserver(logger: logger), metrics, tracing]
-    configuration.interceptors = [tracing]
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)

@@ -55,7 +55,6 @@ configuration.clock = clock
 configuration.delivery = .inline
 configuration.execution = .inline
 configuration.observers = [LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracing]
-configuration.interceptors = [tracing]
 let catalog = CatalogAPI(engine: APIEngine(configuration: configuration))
 
 // The caller's own span is the parent of the tasks' spans.

@@ -3,7 +3,7 @@
 // task's under the sender's span, a client span per request with the conventions' attributes, the
 // context propagated into every request, every span ended once).
 import APIManagerKit
-import APIManagerKitObservability
+@testable import APIManagerKitObservability
 import APIManagerKitTesting
 import Foundation
 import InMemoryTracing
@@ -22,6 +22,10 @@ struct Item: APIRequest {
     var query = "api_key=s3cr3t-query"
     var retries = 1
     var policy: APIConcurrencyPolicy = .default
+    var method: HTTPMethod = .get
+    var sharing: APIConcurrencyPolicy.Sharing = .never
+    var cacheOption: APIResponseCache.Option = .networkOnly
+    var cachesAuthenticatedResponses = false
     var url: URL { URL(string: "https://shop.example.com:8443\(route)?\(query)") ?? URL(fileURLWithPath: "/") }
     var headers: [String: String] { ["X-Api-Token": "s3cr3t-header"] }
     var retryPolicy: APIRetryPolicy? { APIRetryPolicy(maxAttempts: retries, baseDelay: 1, jitter: .none) }
@@ -77,18 +81,25 @@ final class Observed: @unchecked Sendable {
     let items: Items
     let authenticator = MockAuthenticator(holdsRefreshes: true)
 
-    init(logLevel: Logger.Level = .trace, authenticated: Bool = false) {
+    init(
+        logLevel: Logger.Level = .trace, authenticated: Bool = false, recordsServerMessages: Bool = false,
+        cached: Bool = false, observersAhead: [any APIEngine.Observer] = [],
+        observersBehind: [any APIEngine.Observer] = [],
+        tracerFor: (TracingInterceptor) -> any APIEngine.Observer = { $0 }, execution: APIEngine.Execution = .inline
+    ) {
         transport = MockTransport(clock: clock)
-        let tracing = TracingInterceptor(tracer: tracer)
+        let tracing = TracingInterceptor(tracer: tracer, recordsServerMessages: recordsServerMessages)
         var logger = Logger(label: "test") { [records] _ in RecordingLogHandler(records: records) }
         logger.logLevel = logLevel
         var configuration = APIEngine.Configuration()
         configuration.transport = transport
         configuration.clock = clock
         configuration.delivery = .inline
-        configuration.execution = .inline
-        configuration.observers = [LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracing]
-        configuration.interceptors = [tracing]
+        configuration.execution = execution
+        configuration.observers =
+            observersAhead + [LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracerFor(tracing)]
+            + observersBehind
+        if cached { configuration.cache = APIResponseCache(disk: nil, clock: clock) }
         if authenticated {
             let authentication = APIAuthentication(authenticator: authenticator, clock: clock)
             authentication.signIn(with: APIAuthentication.Credential(accessToken: "expired-s3cr3t", refreshToken: "r"))
@@ -209,6 +220,182 @@ struct TracingTests {
         #expect(o.spans(named: TracingInterceptor.taskSpanName).count == 40)
         #expect(o.tracer.activeSpans.isEmpty)
         #expect(Set(o.spans(named: "GET").compactMap(\.parentSpanID)).count == 40)
+    }
+}
+
+/// Hands the tracer every observation of a task but its `sent`, which it hands over only after the
+/// task's end: the tracer must not depend on the order it is told things in.
+final class EndFirst: APIEngine.Observer, @unchecked Sendable {
+    // @unchecked: `held` is read and written only under `lock`; `tracer` never changes.
+    let tracer: TracingInterceptor
+    private let lock = NSLock()
+    private var held: [ObjectIdentifier: APIEngine.Observation] = [:]
+    init(_ tracer: TracingInterceptor) { self.tracer = tracer }
+
+    func observe(_ observation: APIEngine.Observation) {
+        switch observation.kind {
+        case .sent:
+            lock.withLock { held[ObjectIdentifier(observation.task)] = observation }
+        case .ended:
+            tracer.observe(observation)
+            if let sent = lock.withLock({ held.removeValue(forKey: ObjectIdentifier(observation.task)) }) {
+                tracer.observe(sent)
+            }
+        default:
+            tracer.observe(observation)
+        }
+    }
+
+    func willSend(_ request: inout URLRequest, attempt: Int, of task: AnyAPITask) {
+        tracer.willSend(&request, attempt: attempt, of: task)
+    }
+}
+
+/// An observer that takes its time over `sent`.
+struct SlowAtSent: APIEngine.Observer {
+    func observe(_ observation: APIEngine.Observation) {
+        guard case .sent = observation.kind else { return }
+        for _ in 0..<300 { sched_yield() }
+    }
+}
+
+/// Leaves `group` once per task that ended.
+struct EndCounter: APIEngine.Observer {
+    let group: DispatchGroup
+    func observe(_ observation: APIEngine.Observation) {
+        if case .ended = observation.kind { group.leave() }
+    }
+}
+
+@Suite("Tracing: corrections", .timeLimit(.minutes(1)))
+struct TracingCorrectionTests {
+    @Test func anEndToldBeforeTheStartStillEndsTheSpan() {
+        let o = Observed(tracerFor: { EndFirst($0) })
+        o.transport.stub(nil, "/refresh", MockTransport.Reply.status(200).held())
+        let first = o.items.send(Item(route: "/refresh", policy: .ignoreCurrent))
+        _ = o.items.send(Item(route: "/refresh", policy: .ignoreCurrent))
+        first.cancel()
+        #expect(o.spans(named: TracingInterceptor.taskSpanName).count == 2)
+        #expect(o.tracer.activeSpans.isEmpty)
+    }
+
+    /// A line of tasks sent from two threads on a concurrent engine, a slow observer ahead of the
+    /// tracer: every request carries its span's context, and no span stays open.
+    @Test func withASlowObserverAheadEveryRequestCarriesItsContextAndEverySpanEnds() {
+        let ended = DispatchGroup()
+        let o = Observed(
+            observersAhead: [SlowAtSent()], observersBehind: [EndCounter(group: ended)],
+            execution: .concurrent(label: "tracing.line"))
+        o.transport.stub(nil, "/cart", .status(200))
+        for _ in 0..<100 { ended.enter() }
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            for _ in 0..<50 { _ = o.items.send(Item(route: "/cart", policy: .waitUntilDone)) }
+        }
+        ended.wait()
+        #expect(o.transport.records.count == 100)
+        let spanIDs = Set(o.spans(named: "GET").map(\.spanID))
+        for record in o.transport.records {
+            let id = record.request.value(forHTTPHeaderField: InMemoryTracer.spanIDKey)
+            #expect(id.map(spanIDs.contains) == true)
+        }
+        #expect(o.spans(named: TracingInterceptor.taskSpanName).count == 100)
+        #expect(o.tracer.activeSpans.isEmpty)
+    }
+
+    @Test(arguments: [false, true])
+    func whatTheServerWroteStaysOffTheSpansUnlessAskedFor(recordsServerMessages: Bool) throws {
+        let o = Observed(recordsServerMessages: recordsServerMessages)
+        o.transport.stub(nil, "/login", .json(#"{"message":"bad password for ada"}"#, status: 401))
+        _ = o.items.send(Item(route: "/login"))
+        let task = try #require(o.spans(named: TracingInterceptor.taskSpanName).first)
+        let request = try #require(o.spans(named: "GET").first)
+        let written = (task.errors + request.errors).map { "\($0.error)" }.joined(separator: "\n")
+        #expect(task.attributes["error.type"]?.toSpanAttribute() == .string("401"))
+        #expect(request.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(401))
+        #expect(written.contains("401"), "\(written)")
+        #expect(written.contains("bad password") == recordsServerMessages, "\(written)")
+    }
+
+    /// The conventions' rule for methods, with the cases of dd-trace-java's `OtelHttpSemanticsTest`:
+    /// method names are case-sensitive; a known one is kept, any other is `_OTHER` with the
+    /// original, and names its span `HTTP`.
+    @Test(arguments: [
+        ("GET", "GET", "GET", nil), ("POST", "POST", "POST", nil), ("DELETE", "DELETE", "DELETE", nil),
+        ("PATCH", "PATCH", "PATCH", nil), ("QUERY", "QUERY", "QUERY", nil), ("CONNECT", "CONNECT", "CONNECT", nil),
+        ("PROPFIND", "HTTP", "_OTHER", "PROPFIND"), ("get", "HTTP", "_OTHER", "get"),
+        ("Get", "HTTP", "_OTHER", "Get"), ("BOGUS", "HTTP", "_OTHER", "BOGUS"),
+    ] as [(String, String, String, String?)])
+    func aMethodTheConventionsDoNotKnowIsOtherWithItsOriginal(
+        sent: String, spanName: String, attribute: String, original: String?
+    ) {
+        let method = HTTPClientAttributes.method(sent)
+        #expect(method.spanName == spanName)
+        #expect(method.attribute == attribute)
+        #expect(method.original == original)
+    }
+
+    /// On the wire (`HTTPMethod` writes a method upper-cased, so `get` goes as `GET`).
+    @Test(arguments: [("PROPFIND", "HTTP", "_OTHER", "PROPFIND"), ("BOGUS", "HTTP", "_OTHER", "BOGUS"), ("PUT", "PUT", "PUT", nil)] as [(String, String, String, String?)])
+    func aRequestsSpanIsNamedAndAttributedByItsMethod(
+        sent: String, spanName: String, attribute: String, original: String?
+    ) throws {
+        let o = Observed()
+        o.transport.stub(nil, "/items", .status(200))
+        _ = o.items.send(Item(route: "/items", method: HTTPMethod(rawValue: sent)))
+        #expect(o.transport.records.first?.request.httpMethod == sent)
+        let span = try #require(o.tracer.finishedSpans.first { $0.kind == .client })
+        #expect(span.operationName == spanName)
+        #expect(span.attributes["http.request.method"]?.toSpanAttribute() == .string(attribute))
+        #expect(span.attributes["http.request.method_original"]?.toSpanAttribute() == original.map { .string($0) })
+    }
+
+    @Test func anAnswerFromTheCacheHasNoClientSpanAndItsTaskSaysSo() throws {
+        let o = Observed(cached: true)
+        o.transport.stub(nil, "/items", .status(200, headers: ["Cache-Control": "max-age=600"]))
+        let item = Item(route: "/items", cacheOption: .fresh(maxAge: 600), cachesAuthenticatedResponses: true)
+        _ = o.items.send(item)
+        _ = o.items.send(item)
+        #expect(o.transport.records.count == 1)
+        #expect(o.tracer.finishedSpans.filter { $0.kind == .client }.count == 1)
+        let tasks = o.spans(named: TracingInterceptor.taskSpanName)
+        #expect(
+            tasks.map { $0.attributes["apimanager.response.source"]?.toSpanAttribute() } == [
+                .string("network"), .string("cache"),
+            ])
+        #expect(o.tracer.activeSpans.isEmpty)
+    }
+
+    @Test func identicalRequestsStillShareOneRequestOnTheWireLinkedToEachTask() throws {
+        let o = Observed()
+        o.transport.stub(nil, "/items", MockTransport.Reply.status(200).held())
+        let leader = o.items.send(Item(route: "/items", sharing: .safeMethods))
+        let member = o.items.send(Item(route: "/items", sharing: .safeMethods))
+        o.transport.releaseAll()
+        #expect(o.transport.records.count == 1)
+        let clients = o.tracer.finishedSpans.filter { $0.kind == .client }
+        #expect(clients.count == 1)
+        let client = try #require(clients.first)
+        #expect(o.transport.records.first?.request.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) == client.spanID)
+        let tasks = o.spans(named: TracingInterceptor.taskSpanName)
+        let memberSpan = try #require(
+            tasks.first { $0.attributes["apimanager.task.id"]?.toSpanAttribute() == .int64(Int64(member.identifier)) })
+        #expect(memberSpan.links.map { $0.context.inMemorySpanContext?.spanID } == [client.spanID])
+        #expect(
+            memberSpan.attributes["apimanager.shared_with"]?.toSpanAttribute() == .int64(Int64(leader.identifier)))
+        #expect(o.tracer.activeSpans.isEmpty)
+    }
+
+    /// OpenTelemetry's `url.full`: the query values of `AWSAccessKeyId`, `Signature`, `sig` and
+    /// `X-Goog-Signature` are redacted (the conventions' list).
+    @Test(arguments: ["AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature"])
+    func theConventionsQueryKeysAreRedactedInTheURL(key: String) throws {
+        let o = Observed()
+        o.transport.stub(nil, "/items", .status(200))
+        _ = o.items.send(Item(route: "/items", query: "\(key)=AKIAs3cr3t&page=2"))
+        let span = try #require(o.tracer.finishedSpans.first { $0.kind == .client })
+        #expect(
+            span.attributes["url.full"]?.toSpanAttribute()
+                == .string("https://shop.example.com:8443/items?\(key)=***&page=2"))
     }
 }
 

@@ -100,7 +100,6 @@ struct ObservabilityIntegrationTests {
         configuration.observers = [
             LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracing, reports,
         ]
-        configuration.interceptors = [tracing]
         api = ServerAPI(engine: APIEngine(configuration: configuration))
     }
 
