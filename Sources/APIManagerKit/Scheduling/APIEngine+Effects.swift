@@ -86,6 +86,8 @@ extension APIEngine {
                 let handle =
                     task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
                 transition { $0.retryTimerSet(task, attempt: attempt, timer: handle) }
+            case .scheduleThrottleTurn(let scope, let delay):
+                _ = clock.schedule(after: delay) { [weak self] in self?.throttleTurnCame(for: scope) }
             case .scheduleProbe(let delay):
                 _ = clock.schedule(after: delay) { [weak self] in self?.transition { $0.probeFired() } }
             case .restFlight(let task):

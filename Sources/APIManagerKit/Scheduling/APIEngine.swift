@@ -360,6 +360,11 @@ public final class APIEngine: @unchecked Sendable {
         transition { $0.quietEnded(task) }
     }
 
+    func throttleTurnCame(for scope: String?) {
+        let now = clock.now
+        transition { $0.throttleTurnCame(for: scope, now: now) }
+    }
+
     func waitLimitFired(_ task: AnyAPITask, maxWait: TimeInterval) {
         transition { $0.waitLimitFired(task, maxWait: maxWait) }
     }

@@ -22,9 +22,12 @@ extension SchedulingMachine {
         /// Lets the tasks waiting for the network try again after this long, the engine having found
         /// itself offline by a failure (``SchedulingMachine/probeFired()``).
         case scheduleProbe(after: Double)
-        /// Schedule the end of a debounced or throttled task's quiet wait; report it with
+        /// Schedule the end of a debounced task's quiet wait; report it with
         /// ``waitTimerSet(_:timer:)``.
         case scheduleQuietEnd(AnyAPITask, after: Double)
+        /// Schedule the next turn of a throttled scope key (``throttleTurnCame(for:now:)``); never
+        /// cancelled (a turn that finds no task waiting starts nothing).
+        case scheduleThrottleTurn(String?, after: Double)
         /// Tell the async caller waiting for the task.
         case tell(AnyAPITask, AnyAPITask.Observation)
         /// Tell the task's engine that its group handed it a slot (``groupSlotGranted(_:)``).
@@ -55,6 +58,8 @@ extension SchedulingMachine {
                 return a == b
             case (.scheduleProbe(let a), .scheduleProbe(let b)):
                 return a == b
+            case (.scheduleThrottleTurn(let a, let d), .scheduleThrottleTurn(let b, let e)):
+                return a == b && d == e
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
             default:
@@ -77,6 +82,8 @@ extension SchedulingMachine {
             case .scheduleQuietEnd(let task, let wait):
                 return "scheduleQuietEnd(\(task.identifier), after: \(wait))"
             case .scheduleProbe(let delay): return "scheduleProbe(after: \(delay))"
+            case .scheduleThrottleTurn(let scope, let delay):
+                return "scheduleThrottleTurn(\(scope ?? "nil"), after: \(delay))"
             case .tell(let task, let observation): return "tell(\(task.identifier), \(observation.summary))"
             case .grantSlot(let task): return "grantSlot(\(task.identifier))"
             case .report(let report): return "report(\(report))"
@@ -123,8 +130,8 @@ extension SchedulingMachine {
             case .send(let task, let attempt): send = (task, attempt)
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
-            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .scheduleProbe, .grantSlot,
-                .report, .restFlight:
+            case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .scheduleThrottleTurn,
+                .scheduleProbe, .grantSlot, .report, .restFlight:
                 timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
             }

@@ -106,24 +106,28 @@ extension SchedulingMachine {
         waitQuietly(task, in: reopen(scope, for: task), for: task.pacing.debounceInterval, into: &actions)
     }
 
-    /// ``APIConcurrencyPolicy/throttle``: starts on its scope's turn, waits for the turn, or (in
-    /// ``APIConcurrencyPolicy/ThrottleMode/ignore`` mode, early) is ignored.
+    /// ``APIConcurrencyPolicy/throttle``: starts on its scope's turn, waits for the turn behind the
+    /// throttled tasks already waiting, or (in ``APIConcurrencyPolicy/ThrottleMode/ignore`` mode,
+    /// early) is ignored. A waiting one starts when the key's turn timer fires with it first
+    /// (``throttleTurnCame(for:now:)``); its line limit's `maxWait` bounds its wait.
     private mutating func throttle(
         _ task: AnyAPITask, in scope: ScopeState, now: Double, into actions: inout Actions
     ) {
-        guard
-            let turn = throttleTurns.take(
-                for: task.concurrencyScope, now: now, interval: task.pacing.throttleInterval,
-                waits: task.pacing.throttleWaits)
-        else {
-            end(task, with: .failure(.ignored), into: &actions)
-            return
-        }
-        if turn <= now {
+        let decision = throttleTurns.take(
+            task, for: task.concurrencyScope, now: now, interval: task.pacing.throttleInterval,
+            waits: task.pacing.throttleWaits)
+        switch decision {
+        case .start:
             startDirectly(task, in: scope, into: &actions)
-        } else {
-            task.record.throttleTurn = turn
-            waitQuietly(task, in: scope, for: turn - now, into: &actions)
+        case .ignore:
+            end(task, with: .failure(.ignored), into: &actions)
+        case .wait(let timerAfter):
+            scope.waitQuietly(task)
+            emit(.waiting, for: task, into: &actions)
+            if let maxWait = task.lineLimit?.effectiveMaxWait {
+                actions.append(.scheduleWaitLimit(task, after: maxWait))
+            }
+            if let timerAfter { actions.append(.scheduleThrottleTurn(task.concurrencyScope, after: timerAfter)) }
         }
     }
 

@@ -55,7 +55,7 @@ extension SchedulingMachine {
         return actions
     }
 
-    /// The quiet wait of a debounced or throttled task ended: still waiting, it starts.
+    /// The quiet wait of a debounced task ended: still waiting, it starts.
     mutating func quietEnded(_ task: AnyAPITask) -> Actions {
         var actions = Actions()
         guard case .waiting = task.record.lifecycle, task.record.membership == .quiet,
@@ -67,9 +67,22 @@ extension SchedulingMachine {
             end(task, with: .failure(.waitedTooLong(maxWait: maxWait)), into: &actions)
             return actions
         }
-        task.record.throttleTurn = nil
         scope.remove(task)
         startDirectly(task, in: scope, waitedAlready: true, into: &actions)
+        return actions
+    }
+
+    /// The turn timer of a throttled scope key fired (see ``ThrottleTurns``): the first throttled
+    /// task waiting there starts, and the timer of the next one's turn is to be set.
+    mutating func throttleTurnCame(for scope: String?, now: Double) -> Actions {
+        var actions = Actions()
+        let (task, timerAfter) = throttleTurns.turnCame(for: scope, now: now)
+        if let timerAfter { actions.append(.scheduleThrottleTurn(scope, after: timerAfter)) }
+        guard let task, case .waiting = task.record.lifecycle, task.record.membership == .quiet,
+            let taskScope = task.record.scope
+        else { return actions }
+        taskScope.remove(task)
+        startDirectly(task, in: taskScope, waitedAlready: true, into: &actions)
         return actions
     }
 

@@ -176,8 +176,8 @@ extension SchedulingMachine {
         }
         // Leave the scope after the terminal event, so the task that takes its place starts after it.
         if let scope = task.record.scope {
-            if task.record.membership == .quiet, let turn = task.record.throttleTurn {
-                throttleTurns.giveBack(turn, for: task.concurrencyScope, interval: task.pacing.throttleInterval)
+            if task.record.membership == .quiet, task.concurrencyPolicy == .throttle {
+                throttleTurns.remove(task, for: task.concurrencyScope)
             }
             scope.remove(task)
             task.record.scope = nil

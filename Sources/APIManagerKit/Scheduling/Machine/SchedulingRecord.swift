@@ -91,11 +91,8 @@ struct SchedulingRecord {
     /// The scope the task is listed in while in flight, and in which of its lists.
     var scope: ScopeState?
     var membership = Membership.none
-    /// When a throttled task that waits for its turn may start, on the engine's clock (see
-    /// ``APIConcurrencyPolicy/throttle``); `nil` for every other task.
-    var throttleTurn: Double?
-    /// The ``APIConcurrencyPolicy/LineLimit/maxWait`` that ends a debounced or throttled task's quiet wait before its
-    /// turn; `nil` when the turn comes first.
+    /// The ``APIConcurrencyPolicy/LineLimit/maxWait`` that ends a debounced task's quiet wait before
+    /// its end; `nil` when the end comes first.
     var quietLimit: Double?
     // Intrusive list links: a task is in at most one list of its scope at a time.
     var previous: AnyAPITask?
