@@ -147,7 +147,9 @@ struct DebounceAndThrottleTests {
         h.run { $0.send(task, observed: false, now: 0.1) }
         #expect(h.lastActions.contains(.scheduleWaitLimit(task, after: 0.5)))
         h.run { $0.waitLimitFired(task, maxWait: 0.5) }
-        #expect(h.events(of: task).last?.hasPrefix("failed The request was not sent: it waited in its line for 0.5 s") == true)
+        #expect(
+            h.events(of: task).last?.hasPrefix("failed The request was not sent: it waited in its line for 0.5 s")
+                == true)
         h.run { $0.throttleTurnCame(for: nil, now: 1) }
         #expect(h.starts.count == 1, "the turn finds nothing waiting")
     }
@@ -330,7 +332,8 @@ struct DebounceAndThrottleTests {
         for step in 0..<600 {
             switch pick(12) {
             case 0, 1, 2, 3:
-                var request = SearchRequest(query: "t", concurrencyPolicy: .throttle, concurrencyScope: [nil, "a", "b"][pick(3)])
+                var request = SearchRequest(
+                    query: "t", concurrencyPolicy: .throttle, concurrencyScope: [nil, "a", "b"][pick(3)])
                 request.throttleInterval = interval
                 if pick(8) == 0 { request.lineLimit = .init(maxWait: Double(pick(4)) + 0.5) }
                 sendThrottled(request)
@@ -340,7 +343,11 @@ struct DebounceAndThrottleTests {
                     query: "o", concurrencyPolicy: policy == .durable ? .default : policy,
                     concurrencyScope: [nil, "a", "b"][pick(3)])
                 request.path = pick(2) == 0 ? "/search" : "/slow"
-                if request.concurrencyPolicy == .throttle { sendThrottled(request) } else { everything.append(manager.send(request)) }
+                if request.concurrencyPolicy == .throttle {
+                    sendThrottled(request)
+                } else {
+                    everything.append(manager.send(request))
+                }
             case 6:
                 everything.randomElement(using: &random)?.cancel()
             case 7:

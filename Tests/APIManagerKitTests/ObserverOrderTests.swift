@@ -65,7 +65,14 @@ private final class OrderCheckingObserver: APIEngine.Observer, @unchecked Sendab
             if isEnd { entry.ended += 1 }
             seen[key] = entry
         }
-        if isEnd, endedCount.withLock({ $0 += 1; return $0 }) == expected { allEnded.signal() }
+        if isEnd,
+            endedCount.withLock({
+                $0 += 1
+                return $0
+            }) == expected
+        {
+            allEnded.signal()
+        }
     }
 
     var problems: [String] { failures.withLock { $0 } }

@@ -45,7 +45,8 @@ enum HTTPClientAttributes {
     static func method(of request: URLRequest) -> Method { method(request.httpMethod ?? "GET") }
 
     static func method(_ sent: String) -> Method {
-        knownMethods.contains(sent) ? Method(attribute: sent, original: nil) : Method(attribute: "_OTHER", original: sent)
+        knownMethods.contains(sent)
+            ? Method(attribute: sent, original: nil) : Method(attribute: "_OTHER", original: sent)
     }
 
     /// The server's host and port (the scheme's default when the URL names none).

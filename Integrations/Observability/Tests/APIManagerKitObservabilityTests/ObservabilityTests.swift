@@ -3,7 +3,6 @@
 // task's under the sender's span, a client span per request with the conventions' attributes, the
 // context propagated into every request, every span ended once).
 import APIManagerKit
-@testable import APIManagerKitObservability
 import APIManagerKitTesting
 import Foundation
 import InMemoryTracing
@@ -12,6 +11,8 @@ import Metrics
 import MetricsTestKit
 import Testing
 import Tracing
+
+@testable import APIManagerKitObservability
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -319,12 +320,13 @@ struct TracingCorrectionTests {
     /// The conventions' rule for methods, with the cases of dd-trace-java's `OtelHttpSemanticsTest`:
     /// method names are case-sensitive; a known one is kept, any other is `_OTHER` with the
     /// original, and names its span `HTTP`.
-    @Test(arguments: [
-        ("GET", "GET", "GET", nil), ("POST", "POST", "POST", nil), ("DELETE", "DELETE", "DELETE", nil),
-        ("PATCH", "PATCH", "PATCH", nil), ("QUERY", "QUERY", "QUERY", nil), ("CONNECT", "CONNECT", "CONNECT", nil),
-        ("PROPFIND", "HTTP", "_OTHER", "PROPFIND"), ("get", "HTTP", "_OTHER", "get"),
-        ("Get", "HTTP", "_OTHER", "Get"), ("BOGUS", "HTTP", "_OTHER", "BOGUS"),
-    ] as [(String, String, String, String?)])
+    @Test(
+        arguments: [
+            ("GET", "GET", "GET", nil), ("POST", "POST", "POST", nil), ("DELETE", "DELETE", "DELETE", nil),
+            ("PATCH", "PATCH", "PATCH", nil), ("QUERY", "QUERY", "QUERY", nil), ("CONNECT", "CONNECT", "CONNECT", nil),
+            ("PROPFIND", "HTTP", "_OTHER", "PROPFIND"), ("get", "HTTP", "_OTHER", "get"),
+            ("Get", "HTTP", "_OTHER", "Get"), ("BOGUS", "HTTP", "_OTHER", "BOGUS"),
+        ] as [(String, String, String, String?)])
     func aMethodTheConventionsDoNotKnowIsOtherWithItsOriginal(
         sent: String, spanName: String, attribute: String, original: String?
     ) {
@@ -335,7 +337,11 @@ struct TracingCorrectionTests {
     }
 
     /// On the wire (`HTTPMethod` writes a method upper-cased, so `get` goes as `GET`).
-    @Test(arguments: [("PROPFIND", "HTTP", "_OTHER", "PROPFIND"), ("BOGUS", "HTTP", "_OTHER", "BOGUS"), ("PUT", "PUT", "PUT", nil)] as [(String, String, String, String?)])
+    @Test(
+        arguments: [
+            ("PROPFIND", "HTTP", "_OTHER", "PROPFIND"), ("BOGUS", "HTTP", "_OTHER", "BOGUS"),
+            ("PUT", "PUT", "PUT", nil),
+        ] as [(String, String, String, String?)])
     func aRequestsSpanIsNamedAndAttributedByItsMethod(
         sent: String, spanName: String, attribute: String, original: String?
     ) throws {
