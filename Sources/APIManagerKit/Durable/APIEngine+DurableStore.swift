@@ -26,8 +26,8 @@ extension APIEngine {
     ///
     /// A task is written before it is sent (its record: its place in the line, its idempotency key
     /// and its request as its `Encodable` conformance writes it, checksummed, in a file only the
-    /// user may read, written whole and `fsync`ed before its name appears) and removed just before
-    /// the app is told how it ended, whatever the outcome; a task whose engine or manager was
+    /// user may read, written whole and `fsync`ed before its name appears) and removed once the app
+    /// has been told how it ended, whatever the outcome; a task whose engine or manager was
     /// released before it ended stays, to be replayed. A task that cannot be written (a full disk, a
     /// request that is not `Encodable`) ends at once with ``APIError/durableStore(reason:underlying:)``
     /// and is never sent. Nothing else pays for the store: other policies never touch it.
@@ -395,7 +395,8 @@ extension APIEngine {
 }
 
 /// A durable task's record, from the moment it is written until the task ends: taken once, by the
-/// first of the async caller's and the delegate's terminal events, which removes the record (or,
+/// first of the async caller's and the delegate's terminal events, which removes the record once
+/// the app has been told (or,
 /// for a task whose manager or engine went away, keeps it for the next launch).
 final class DurableSlot: Sendable {
     struct Entry {

@@ -51,6 +51,11 @@ final class DurableScopeFolder {
             } catch {
                 throw .durableStore(reason: "the folder \(folder.path) cannot be made", underlying: error)
             }
+            // The folders the store writes into are its own, each checked before anything is made
+            // in it: never a link (followed, a record would be moved or written outside the
+            // store), never another user's. The store's directory is the app's to choose, links
+            // included.
+            if folder != directory { try Self.checkOwnFolder(folder) }
         }
         let lockPath = url.appendingPathComponent("lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -68,6 +73,7 @@ final class DurableScopeFolder {
         }
         lockDescriptor = descriptor
         OwnerOnlyFile.removeLeftovers(in: url)
+        Self.finishReplacements(in: url)
         let highest =
             (Self.sequences(in: url) + Self.sequences(in: setAsideURL) + Self.refusedSequencesStatic(in: url)).max()
             ?? 0
@@ -77,6 +83,41 @@ final class DurableScopeFolder {
     deinit {
         flock(lockDescriptor, LOCK_UN)
         close(lockDescriptor)
+    }
+
+    /// Throws unless `folder` is a directory (not a link to one) owned by this process's user.
+    private static func checkOwnFolder(_ folder: URL) throws(APIError) {
+        var status = stat()
+        guard lstat(folder.path, &status) == 0 else {
+            throw .durableStore(reason: "the folder \(folder.path) cannot be read", underlying: POSIXError.from(errno))
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw .durableStore(
+                reason: "\(folder.path) is not a folder of the store's (a link, or another kind of file): "
+                    + "nothing is read from or moved into it")
+        }
+        guard status.st_uid == geteuid() else {
+            throw .durableStore(
+                reason: "the folder \(folder.path) belongs to another user: nothing is read from or moved into it")
+        }
+    }
+
+    /// Finishes what a kill interrupted in a refusal's resolution by a replacement
+    /// (``APIEngine/DurableStore/Resolution/replace(_:)``), whose one step that counts is the
+    /// replacement's record put in place (written whole, then renamed): a `.refused` record beside
+    /// a `.task` record of the same sequence was replaced, and goes. Every other state a kill leaves
+    /// is one already: the line still stopped (only `.refused`), or resolved (only `.task`, or
+    /// neither).
+    private static func finishReplacements(in folder: URL) {
+        var removed = false
+        for sequence in refusedSequencesStatic(in: folder) {
+            let name = fileName(of: sequence)
+            let record = folder.appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: record.path) else { continue }
+            let refused = folder.appendingPathComponent(String(name.dropLast(recordSuffix.count)) + refusedSuffix)
+            if unlink(refused.path) == 0 { removed = true }
+        }
+        if removed { try? OwnerOnlyFile.synchronizeDirectory(of: folder.appendingPathComponent("lock")) }
     }
 
     /// The folder's name for a scope: readable, and safe whatever the scope's characters (a hash
@@ -159,9 +200,11 @@ final class DurableScopeFolder {
         return read(sequence)
     }
 
-    /// Removes a refused task's record (the app dropped it).
+    /// Removes a refused task's record (the app dropped it, or its replacement is in place).
     func dropRefused(_ sequence: UInt64) {
-        unlink(refusedURL(of: sequence).path)
+        if unlink(refusedURL(of: sequence).path) == 0 {
+            try? OwnerOnlyFile.synchronizeDirectory(of: url.appendingPathComponent("lock"))
+        }
     }
 
     /// Reads the record `sequence` back, whole or not at all.

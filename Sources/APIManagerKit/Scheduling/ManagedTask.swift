@@ -104,11 +104,16 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func deliver(_ event: Event) {
-        if let durableSlot {
-            switch event {
-            case .finished: durableSlot.taskEnded(with: nil, engine: engine)
-            case .failed(let error): durableSlot.taskEnded(with: error, engine: engine)
-            case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
+        // A durable task's record goes once the app has been told (its delegate's method returned):
+        // a kill before leaves it for the next launch, whose replay sends it again with its key and
+        // tells the app the server's answer.
+        defer {
+            if let durableSlot {
+                switch event {
+                case .finished: durableSlot.taskEnded(with: nil, engine: engine)
+                case .failed(let error): durableSlot.taskEnded(with: error, engine: engine)
+                case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
+                }
             }
         }
         if let progressStreams {
@@ -147,8 +152,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func observerFailed(_ error: APIError) {
-        durableSlot?.taskEnded(with: error, engine: engine)
         observer?(.ended(.failure(error), nil, nil))
+        durableSlot?.taskEnded(with: error, engine: engine)
     }
 
     /// Where a response this task built goes, with its type.
@@ -160,8 +165,8 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .managerFinished: manager?.task(self, didFinishWith: response)
         case .observerCachedCopy: observer?(.cached(response))
         case .observerEnded(let source):
-            durableSlot?.taskEnded(with: nil, engine: engine)
             observer?(.ended(.success(response), source, raw))
+            durableSlot?.taskEnded(with: nil, engine: engine)
         }
     }
 }
