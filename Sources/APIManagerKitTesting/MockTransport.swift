@@ -169,6 +169,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         var records: [Record] = []
         var pending: [Int: Pending] = [:]
         var unmatchedReply = Reply.status(404, body: Data("no route".utf8))
+        var protocolVersion: String?
     }
 
     private let lock = NSLock()
@@ -179,6 +180,13 @@ public final class MockTransport: APITransport, @unchecked Sendable {
     /// - Parameter clock: where latencies are counted; a real `DispatchClock` unless given.
     public init(clock: any APIClock = DispatchClock()) {
         self.clock = clock
+    }
+
+    /// The HTTP version each response is said to come in (``APITransportOptions/protocolVersionReceived``),
+    /// as a real transport would tell it (`1.1`, `2`); `nil`, the default, tells none.
+    public var protocolVersion: String? {
+        get { lock.withLock { state.protocolVersion } }
+        set { lock.withLock { state.protocolVersion = newValue } }
     }
 
     // MARK: Script
@@ -288,7 +296,11 @@ public final class MockTransport: APITransport, @unchecked Sendable {
     ) -> any APICancellable {
         let now = clock.now
         // The head of a response arrives with it (APITransportOptions.headReceived), just before.
-        let completion = Self.reportingHead(options.headReceived, then: completion)
+        let version = options.protocolVersionReceived == nil ? nil : protocolVersion
+        let completion = Self.reportingHead(
+            options.headReceived,
+            version: version.flatMap { version in options.protocolVersionReceived.map { ($0, version) } },
+            then: completion)
         // A streamed body (a file) is read as a server would, so the record shows its bytes.
         var request = request
         if let stream = request.httpBodyStream {
@@ -346,12 +358,15 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
     /// `completion`, telling `headReceived` first when it answers with a response.
     private static func reportingHead(
-        _ headReceived: (@Sendable () -> Void)?,
+        _ headReceived: (@Sendable () -> Void)?, version: ((@Sendable (String) -> Void), String)?,
         then completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
     ) -> @Sendable (Result<APIRawResponse, any Error>) -> Void {
-        guard let headReceived else { return completion }
+        guard headReceived != nil || version != nil else { return completion }
         return { result in
-            if case .success = result { headReceived() }
+            if case .success = result {
+                headReceived?()
+                if let (told, version) = version { told(version) }
+            }
             completion(result)
         }
     }

@@ -284,6 +284,31 @@ struct ObserverTests {
         #expect(observer.lines(of: member).last == "\(member.identifier) ended network")
     }
 
+    @Test(arguments: ["1.1", "2", nil] as [String?])
+    func theHTTPVersionATransportTellsReachesTheAttemptsReport(version: String?) throws {
+        let observer = RecordingObserver()
+        let h = Harness(observers: [observer])
+        h.transport.protocolVersion = version
+        h.send(TestRequest("/ok"))
+        let report = try #require(
+            observer.observations.withLock { $0 }.compactMap { observation -> APIEngine.AttemptReport? in
+                if case .attemptEnded(let report) = observation.kind { return report }
+                return nil
+            }.first)
+        #expect(report.protocolVersion == version)
+    }
+
+    /// The ALPN names of IANA's registry that Apple's metrics give, as OpenTelemetry's
+    /// `network.protocol.version` writes them.
+    @Test(
+        arguments: [
+            ("http/1.0", "1.0"), ("http/1.1", "1.1"), ("HTTP/1.1", "1.1"), ("h2", "2"), ("h2c", "2"), ("h3", "3"),
+            ("h3-29", "3"), ("spdy/3", nil), ("", nil), (nil, nil),
+        ] as [(String?, String?)])
+    func anALPNNameIsTheConventionsVersion(name: String?, version: String?) {
+        #expect(SessionDelegate.protocolVersion(name) == version)
+    }
+
     @Test func observersAreToldFromManyThreadsWithoutLosingAStep() {
         let observer = RecordingObserver()
         let h = Harness(observers: [observer])

@@ -123,6 +123,11 @@ extension APIEngine {
         /// (``APITransportOptions/phasesMeasured``: ``URLSessionTransport`` on Apple platforms);
         /// `nil` otherwise.
         public let phases: Phases?
+        /// The HTTP version the response came in (`1.0`, `1.1`, `2`, `3`), when the transport told
+        /// it (``APITransportOptions/protocolVersionReceived``: `AsyncHTTPClientTransport` does,
+        /// ``URLSessionTransport`` on Apple platforms does, FoundationNetworking on Linux cannot);
+        /// `nil` otherwise.
+        public let protocolVersion: String?
         /// Names treated as secrets for this request beyond the standard rule (see ``APISecrets``).
         public let sensitiveHeaders: Set<String>
 

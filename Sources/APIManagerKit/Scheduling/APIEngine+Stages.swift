@@ -182,6 +182,7 @@ extension APIEngine {
             attempt.measured = measured
             options.headReceived = { [clock] in measured.withLock { $0.headReceived = $0.headReceived ?? clock.now } }
             options.phasesMeasured = { phases in measured.withLock { $0.phases = phases } }
+            options.protocolVersionReceived = { version in measured.withLock { $0.protocolVersion = version } }
         }
         attempt.sent = (options, clock.now)
         // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
@@ -314,7 +315,7 @@ extension APIEngine {
                         attempt: attempt.number, request: attempt.request, result: result,
                         started: attempt.startedAt, sent: sent.at,
                         headReceived: measured?.headReceived, answered: now, phases: measured?.phases,
-                        sensitiveHeaders: sent.options.sensitiveHeaders)),
+                        protocolVersion: measured?.protocolVersion, sensitiveHeaders: sent.options.sensitiveHeaders)),
                 of: attempt.task, at: now)
         }
         if reported, let monitor = attempt.monitor, let sent = attempt.sent {

@@ -44,6 +44,8 @@ final class Attempt: @unchecked Sendable {
         /// When the response's head arrived (the engine's clock).
         var headReceived: TimeInterval?
         var phases: APIEngine.AttemptReport.Phases?
+        /// The HTTP version the response came in, as the transport told it.
+        var protocolVersion: String?
     }
 
     /// What the transport was given, and when (the engine's clock); `nil` until it was sent.

@@ -166,6 +166,13 @@ public struct APITransportOptions: Sendable, Hashable {
     /// `URLSessionTaskMetrics` (FoundationNetworking on Linux collects none); `nil` unless the
     /// engine has observers. Not part of the options' equality.
     public var phasesMeasured: (@Sendable (APIEngine.AttemptReport.Phases) -> Void)?
+    /// Called by a transport that knows the HTTP version its response came in, before it answers,
+    /// as OpenTelemetry's `network.protocol.version` writes it (`1.0`, `1.1`, `2`, `3`), for the
+    /// engine's observers (``APIEngine/AttemptReport/protocolVersion``): `AsyncHTTPClientTransport`
+    /// from the response's head, ``URLSessionTransport`` on Apple platforms from its metrics
+    /// (FoundationNetworking on Linux tells none), `MockTransport` as its `protocolVersion` says;
+    /// `nil` unless the engine has observers. Not part of the options' equality.
+    public var protocolVersionReceived: (@Sendable (String) -> Void)?
 
     /// Options; none unless given.
     public init(

@@ -543,9 +543,15 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
     /// The exchange's phases, for the engine's observers (FoundationNetworking on Linux never calls
     /// this). Apple calls it before the task's completion.
     func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
-        guard let measured = state.withLock({ $0.transfers[task.taskIdentifier]?.options.phasesMeasured }),
+        guard let options = state.withLock({ $0.transfers[task.taskIdentifier]?.options }),
             let transaction = metrics.transactionMetrics.last
         else { return }
+        if let told = options.protocolVersionReceived,
+            let version = Self.protocolVersion(transaction.networkProtocolName)
+        {
+            told(version)
+        }
+        guard let measured = options.phasesMeasured else { return }
         func span(_ start: Date?, _ end: Date?) -> TimeInterval? {
             guard let start, let end else { return nil }
             return end.timeIntervalSince(start)
@@ -561,6 +567,18 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
                 reusedConnection: transaction.isReusedConnection))
     }
     #endif
+
+    /// OpenTelemetry's `network.protocol.version` for an ALPN protocol name as
+    /// `URLSessionTaskMetrics` gives it (`http/1.1`, `h2`, `h3`); `nil` for a name it does not know.
+    static func protocolVersion(_ name: String?) -> String? {
+        switch name?.lowercased() {
+        case "http/1.0": return "1.0"
+        case "http/1.1": return "1.1"
+        case "h2", "h2c": return "2"
+        case let name? where name == "h3" || name.hasPrefix("h3-"): return "3"
+        default: return nil
+        }
+    }
 
     /// On Linux, `.performDefaultHandling` leaves the task waiting forever and `.useCredential`
     /// without a credential crashes, so the challenge is rejected there and the cancellation that

@@ -17,6 +17,7 @@ enum HTTPClientAttributes {
     static let errorType = "error.type"
     static let resendCount = "http.request.resend_count"
     static let methodOriginal = "http.request.method_original"
+    static let protocolVersion = "network.protocol.version"
     /// The library's own, for what the conventions do not name.
     static let taskIdentifier = "apimanager.task.id"
     static let attempt = "apimanager.attempt"

@@ -51,6 +51,7 @@ public struct LoggingObserver: APIEngine.Observer {
             // Seconds, to the microsecond (no binary noise such as 0.010000000000000002).
             metadata["http.client.request.duration"] = "\((report.transportDuration * 1e6).rounded() / 1e6)"
             if let status = report.statusCode { metadata[HTTPClientAttributes.statusCode] = "\(status)" }
+            if let version = report.protocolVersion { metadata[HTTPClientAttributes.protocolVersion] = "\(version)" }
             if let errorType { metadata[HTTPClientAttributes.errorType] = "\(errorType)" }
             let outcome = report.statusCode.map(String.init) ?? "failed (\(errorType ?? "error"))"
             logger.log(level: level, "\(report.method) \(url) → \(outcome)", metadata: metadata)

@@ -72,6 +72,9 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
                 Meter(label: "http.client.active_requests", dimensions: raised, factory: factory).decrement()
             }
             var dimensions = Self.serverDimensions(of: report.request)
+            if let version = report.protocolVersion {
+                dimensions.append((HTTPClientAttributes.protocolVersion, version))
+            }
             if let status = report.statusCode { dimensions.append((HTTPClientAttributes.statusCode, String(status))) }
             if let errorType = HTTPClientAttributes.errorType(of: report) {
                 dimensions.append((HTTPClientAttributes.errorType, errorType))

@@ -11,7 +11,8 @@ import FoundationNetworking
 /// request on the wire, named and attributed as OpenTelemetry's HTTP client conventions say
 /// (named by its method, `HTTP` for a method the conventions do not know; `http.request.method`,
 /// `http.request.method_original`, `url.full` with its secrets redacted, `server.address`,
-/// `server.port`, `http.response.status_code`, `error.type`, `http.request.resend_count`), whose
+/// `server.port`, `http.response.status_code`, `error.type`, `http.request.resend_count`,
+/// `network.protocol.version` when the transport tells it), whose
 /// context the tracer's propagation puts into the request (with swift-otel, `traceparent` and
 /// `tracestate`) just before it goes on the wire: on every attempt, a retry and a request sent
 /// again after a refreshed credential included.
@@ -105,6 +106,7 @@ public final class TracingInterceptor: APIEngine.Observer, APIRequestAdapter, @u
             guard let span = lock.withLock({ tasks[key]?.requests.removeValue(forKey: report.attempt) })
             else { return }
             if let status = report.statusCode { span.attributes[HTTPClientAttributes.statusCode] = status }
+            if let version = report.protocolVersion { span.attributes[HTTPClientAttributes.protocolVersion] = version }
             if let errorType = HTTPClientAttributes.errorType(of: report) {
                 span.attributes[HTTPClientAttributes.errorType] = errorType
                 if case .failure(let error) = report.result { record(error, on: span) }

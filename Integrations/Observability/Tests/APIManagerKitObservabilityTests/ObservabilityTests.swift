@@ -391,6 +391,24 @@ struct TracingCorrectionTests {
         #expect(o.tracer.activeSpans.isEmpty)
     }
 
+    @Test(arguments: ["1.1", "2", nil] as [String?])
+    func theHTTPVersionATransportTellsIsOnTheSpanTheDurationAndTheRecord(version: String?) throws {
+        let o = Observed()
+        o.transport.protocolVersion = version
+        o.transport.stub(nil, "/items", .status(200))
+        _ = o.items.send(Item(route: "/items"))
+        let span = try #require(o.tracer.finishedSpans.first { $0.kind == .client })
+        #expect(span.attributes["network.protocol.version"]?.toSpanAttribute() == version.map { .string($0) })
+        let timer = try o.metrics.expectTimer(
+            "http.client.request.duration",
+            [
+                ("http.request.method", "GET"), ("server.address", "shop.example.com"), ("server.port", "8443"),
+            ] + (version.map { [("network.protocol.version", $0)] } ?? []) + [("http.response.status_code", "200")])
+        #expect(timer.values.count == 1)
+        let record = try #require(o.records.list.first { $0.level == .info })
+        #expect(record.metadata["network.protocol.version"].map { "\($0)" } == version)
+    }
+
     /// OpenTelemetry's `url.full`: the query values of `AWSAccessKeyId`, `Signature`, `sig` and
     /// `X-Goog-Signature` are redacted (the conventions' list).
     @Test(arguments: ["AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature"])

@@ -5,4 +5,11 @@ import APIManagerKit
 enum ObservedTransport {
     static let name = "URLSessionTransport"
     static func make() -> any APITransport { URLSessionTransport() }
+    /// The HTTP version it tells the test server's answers came in: FoundationNetworking on Linux
+    /// tells none; Apple's metrics name it.
+    #if canImport(FoundationNetworking)
+    static let protocolVersion: String? = nil
+    #else
+    static let protocolVersion: String? = "1.1"
+    #endif
 }

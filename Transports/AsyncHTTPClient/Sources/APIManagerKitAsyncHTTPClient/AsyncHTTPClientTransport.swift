@@ -210,7 +210,8 @@ final class Exchange: APICancellable, Sendable {
             url: request.url, limit: options.maxResponseBodySize, isHead: converted.method == .HEAD,
             progress: options.progress,
             uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request),
-            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeout), headReceived: options.headReceived)
+            sink: options.responseBody, idleLimit: Self.timeAmount(request.timeout), headReceived: options.headReceived,
+            protocolVersionReceived: options.protocolVersionReceived)
         let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
         collector.watchIdleTime(of: task)
         let proceed = state.withLockedValue { state -> Bool in
@@ -517,6 +518,8 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
     private var idleCheck: NIOScheduledCallback?
     /// Told when the response's head arrives (``APITransportOptions/headReceived``).
     private let headReceived: (@Sendable () -> Void)?
+    /// Told the response's HTTP version (``APITransportOptions/protocolVersionReceived``).
+    private let protocolVersionReceived: (@Sendable (String) -> Void)?
     /// The task whose idle time is watched, until the exchange ends.
     private var watched: HTTPClient.Task<APIRawResponse>?
     private var ended = false
@@ -524,9 +527,10 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
     init(
         url: URL?, limit: Int?, isHead: Bool, progress: APITransferProgress.Reporter? = nil, uploadLength: Int64? = nil,
         sink: (any APIResponseBodySink)? = nil, idleLimit: TimeAmount? = nil,
-        headReceived: (@Sendable () -> Void)? = nil
+        headReceived: (@Sendable () -> Void)? = nil, protocolVersionReceived: (@Sendable (String) -> Void)? = nil
     ) {
         self.headReceived = headReceived
+        self.protocolVersionReceived = protocolVersionReceived
         self.idleLimit = idleLimit
         self.sink = sink
         self.url = url
@@ -614,6 +618,11 @@ final class BodyCollector: HTTPClientResponseDelegate, NIOScheduledCallbackHandl
     func didReceiveHead(task: HTTPClient.Task<APIRawResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         active()
         headReceived?()
+        if let protocolVersionReceived {
+            // As OpenTelemetry writes it: `1.0`, `1.1`, `2`, `3`.
+            let version = head.version
+            protocolVersionReceived(version.major == 1 ? "1.\(version.minor)" : "\(version.major)")
+        }
         self.head = head
         // SwiftNIO's decompressor decodes one gzip or deflate coding and passes anything else on
         // as it is: a body it cannot decode fails clearly instead of reaching a decoder as noise.

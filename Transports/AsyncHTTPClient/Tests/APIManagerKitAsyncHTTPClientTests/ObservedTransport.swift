@@ -6,4 +6,6 @@ import APIManagerKitAsyncHTTPClient
 enum ObservedTransport {
     static let name = "AsyncHTTPClientTransport"
     static func make() -> any APITransport { AsyncHTTPClientTransport() }
+    /// The HTTP version it tells the test server's answers came in (the response's head).
+    static let protocolVersion: String? = "1.1"
 }

@@ -122,12 +122,17 @@ struct ObservabilityIntegrationTests {
         #expect(request.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
         #expect(request.attributes["server.address"]?.toSpanAttribute() == .string("127.0.0.1"))
         #expect(request.attributes["server.port"]?.toSpanAttribute() == .int64(Int64(server?.port ?? 0)))
+        // `network.protocol.version`, when the transport tells it.
+        #expect(
+            request.attributes["network.protocol.version"]?.toSpanAttribute()
+                == ObservedTransport.protocolVersion.map { .string($0) })
         let timer = try metrics.expectTimer(
             "http.client.request.duration",
             [
                 ("http.request.method", "GET"), ("server.address", "127.0.0.1"),
-                ("server.port", String(server?.port ?? 0)), ("http.response.status_code", "200"),
-            ])
+                ("server.port", String(server?.port ?? 0)),
+            ] + (ObservedTransport.protocolVersion.map { [("network.protocol.version", $0)] } ?? [])
+                + [("http.response.status_code", "200")])
         #expect(timer.values.count == 1)
         #expect((timer.values.first ?? 0) > 0)
         #expect(
