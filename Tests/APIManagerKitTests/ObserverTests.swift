@@ -309,6 +309,32 @@ struct ObserverTests {
         #expect(SessionDelegate.protocolVersion(name) == version)
     }
 
+    @Test(arguments: ["cart", nil] as [String?])
+    func tasksInFlightWhenTheManagerIsReleasedAreObservedToEnd(scope: String?) {
+        let observer = RecordingObserver()
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/held", MockTransport.Reply.json("{}").held())
+        var identifiers: [UInt64] = []
+        do {
+            var configuration = APIEngine.Configuration()
+            configuration.transport = transport
+            configuration.clock = clock
+            configuration.delivery = .inline
+            configuration.execution = .inline
+            configuration.observers = [observer]
+            let manager = TestManager(engine: APIEngine(configuration: configuration))
+            identifiers.append(manager.send(TestRequest("/held", .waitUntilDone, scope: scope)).identifier)
+            identifiers.append(manager.send(TestRequest("/held", .waitUntilDone, scope: scope)).identifier)
+        }
+        for identifier in identifiers {
+            #expect(
+                observer.lines().filter { $0.hasPrefix("\(identifier) ended") } == [
+                    "\(identifier) ended cancelled(managerReleased)"
+                ])
+        }
+    }
+
     @Test func observersAreToldFromManyThreadsWithoutLosingAStep() {
         let observer = RecordingObserver()
         let h = Harness(observers: [observer])

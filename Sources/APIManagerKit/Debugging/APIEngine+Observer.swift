@@ -96,7 +96,9 @@ extension APIEngine {
             /// The attempt failed with `error`; the next one starts after `delay` seconds.
             case retryScheduled(after: TimeInterval, error: APIError)
             /// The task ended: with a response from `source`, or with an error (cancelled by a
-            /// policy, ignored, timed out, failed). Last of its observations but a late attempt's.
+            /// policy, ignored, timed out, failed; cancelled with `managerReleased` when its engine
+            /// was released with it in flight, told then on the releasing thread). Last of its
+            /// observations but a late attempt's.
             case ended(Result<APIResponseCache.Source, APIError>)
         }
     }

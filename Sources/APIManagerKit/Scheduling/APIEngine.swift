@@ -171,11 +171,18 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     deinit {
-        let actions = state.withLock { $0.machine.release() }
+        let observed = !observers.isEmpty
+        let (actions, ended) = state.withLock { state in
+            let ended = observed ? state.machine.inFlightTasks : []
+            return (state.machine.release(), ended)
+        }
         // No delivery and no new starts: only cancellations, async callers, and the group slots
         // its tasks held, for other engines' tasks.
         actions.performCancellationsAndObservations()
         for task in actions.grants { SchedulingMachine.Actions.grant(task) }
+        // No delegate is told (there is no manager left), but the observers see every task end:
+        // a tracer's spans end, a metric's active requests go down.
+        for task in ended { tellObservers(.ended(.failure(.cancelled(reason: .managerReleased))), of: task) }
     }
 
     // MARK: Settings

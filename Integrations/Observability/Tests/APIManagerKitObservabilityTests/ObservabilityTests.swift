@@ -391,6 +391,25 @@ struct TracingCorrectionTests {
         #expect(o.tracer.activeSpans.isEmpty)
     }
 
+    @Test func noSpanStaysOpenWhenTheManagerIsReleasedWithTasksInFlight() {
+        let tracer = InMemoryTracer()
+        let transport = MockTransport(clock: TestClock())
+        transport.stub(nil, "/slow", MockTransport.Reply.status(200).held())
+        do {
+            var configuration = APIEngine.Configuration()
+            configuration.transport = transport
+            configuration.delivery = .inline
+            configuration.execution = .inline
+            configuration.observers = [TracingInterceptor(tracer: tracer)]
+            let items = Items(engine: APIEngine(configuration: configuration))
+            _ = items.send(Item(route: "/slow", policy: .waitUntilDone))
+            _ = items.send(Item(route: "/slow", policy: .waitUntilDone))
+            #expect(tracer.activeSpans.count == 3, "two tasks and the first one's request")
+        }
+        #expect(tracer.activeSpans.isEmpty)
+        #expect(tracer.finishedSpans.count == 3)
+    }
+
     @Test(arguments: ["1.1", "2", nil] as [String?])
     func theHTTPVersionATransportTellsIsOnTheSpanTheDurationAndTheRecord(version: String?) throws {
         let o = Observed()
