@@ -18,6 +18,10 @@ import FoundationNetworking
 /// Every method below has a default implementation; implement one in your class to customize it.
 /// The hooks (`urlRequest`, `response`, `retryDelay`) run on the thread that started the attempt or
 /// received the response, without any lock held; the forwarding methods run on ``APIManager/delivery``.
+///
+/// A manager released with tasks in flight (its engine with it) cancels them with
+/// ``APIError/CancellationReason/managerReleased`` and tells its delegate nothing (the engine's
+/// observers are told each task's end): keep the manager alive while its tasks matter.
 public protocol APIManager: AnyObject, Sendable {
     /// The request type of this endpoint family.
     associatedtype Request: APIRequest
