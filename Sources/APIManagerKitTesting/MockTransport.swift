@@ -182,7 +182,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         self.clock = clock
     }
 
-    /// The HTTP version each response is said to come in (``APITransportOptions/protocolVersionReceived``),
+    /// The HTTP version each response is said to come in (`APITransportOptions.protocolVersionReceived`),
     /// as a real transport would tell it (`1.1`, `2`); `nil`, the default, tells none.
     public var protocolVersion: String? {
         get { lock.withLock { state.protocolVersion } }
