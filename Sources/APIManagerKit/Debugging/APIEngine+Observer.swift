@@ -23,7 +23,8 @@ extension APIEngine {
     /// the thread that sent the task, before `send(_:)` returns and before anything else of the task,
     /// whatever other threads do meanwhile: the task joins its line only once the observers
     /// returned (so the sender's task-local values, a trace's context among them, are still there;
-    /// a task restored by a durable line's replay is told on the thread that replays it); the
+    /// a task restored by a durable line's replay is told on the thread that replays it, with the
+    /// durable store's lock held: an observer must not send a durable task from `observe`); the
     /// attempt's ``Observation/Kind/started(attempt:)``,
     /// ``Observation/Kind/attemptSent(attempt:request:sharedWith:)``,
     /// ``Observation/Kind/attemptEnded(_:)`` and ``Observation/Kind/responseBuilt(attempt:duration:)``
