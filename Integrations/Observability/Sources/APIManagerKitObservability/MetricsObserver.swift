@@ -31,8 +31,9 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
     private let scopeDimension: Bool
     private let lock = NSLock()
     /// What is remembered of each task until it ends: when it was sent, and its attempts on the wire
-    /// (with the dimensions their meter was raised with).
-    private var tasks: [UInt64: TaskState] = [:]
+    /// (with the dimensions their meter was raised with). By the task itself, not its identifier:
+    /// engines number their tasks each from 1, and one observer may serve several.
+    private var tasks: [ObjectIdentifier: TaskState] = [:]
 
     private struct TaskState {
         var sent: TimeInterval?
@@ -51,12 +52,12 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
         let task = observation.task
         switch observation.kind {
         case .sent:
-            lock.withLock { tasks[task.identifier, default: TaskState()].sent = observation.time }
+            lock.withLock { tasks[ObjectIdentifier(task), default: TaskState()].sent = observation.time }
         case .started(attempt: 1):
             guard
                 let sent = lock.withLock({ () -> TimeInterval? in
-                    defer { tasks[task.identifier]?.sent = nil }
-                    return tasks[task.identifier]?.sent
+                    defer { tasks[ObjectIdentifier(task)]?.sent = nil }
+                    return tasks[ObjectIdentifier(task)]?.sent
                 })
             else { return }
             Timer(
@@ -65,10 +66,12 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
             ).recordSeconds(max(0, observation.time - sent))
         case .attemptSent(let attempt, let request, nil):
             let dimensions = Self.serverDimensions(of: request)
-            lock.withLock { tasks[task.identifier, default: TaskState()].onTheWire[attempt] = dimensions }
+            lock.withLock { tasks[ObjectIdentifier(task), default: TaskState()].onTheWire[attempt] = dimensions }
             Meter(label: "http.client.active_requests", dimensions: dimensions, factory: factory).increment()
         case .attemptEnded(let report):
-            if let raised = lock.withLock({ tasks[task.identifier]?.onTheWire.removeValue(forKey: report.attempt) }) {
+            if let raised = lock.withLock({
+                tasks[ObjectIdentifier(task)]?.onTheWire.removeValue(forKey: report.attempt)
+            }) {
                 Meter(label: "http.client.active_requests", dimensions: raised, factory: factory).decrement()
             }
             var dimensions = Self.serverDimensions(of: report.request)
@@ -90,7 +93,9 @@ public final class MetricsObserver: APIEngine.Observer, @unchecked Sendable {
             Counter(label: "apimanager.credential.renewals", factory: factory).increment()
         case .ended(let result):
             // An attempt still on the wire when its task ended (cancelled, timed out) leaves it.
-            let left = lock.withLock { tasks.removeValue(forKey: task.identifier)?.onTheWire.values.map { $0 } ?? [] }
+            let left = lock.withLock {
+                tasks.removeValue(forKey: ObjectIdentifier(task))?.onTheWire.values.map { $0 } ?? []
+            }
             for raised in left {
                 Meter(label: "http.client.active_requests", dimensions: raised, factory: factory).decrement()
             }

@@ -391,6 +391,39 @@ struct TracingCorrectionTests {
         #expect(o.tracer.activeSpans.isEmpty)
     }
 
+    /// Engines number their tasks each from 1: one tracer and one metrics observer serving two
+    /// engines keep their tasks apart.
+    @Test func oneObserverServesSeveralEnginesWithoutMixingTheirTasks() throws {
+        let tracer = InMemoryTracer()
+        let metrics = TestMetrics()
+        let tracing = TracingInterceptor(tracer: tracer)
+        let counting = MetricsObserver(factory: metrics)
+        let transport = MockTransport(clock: TestClock())
+        transport.stub(nil, "/slow", MockTransport.Reply.status(200).held())
+        transport.stub(nil, "/fast", .status(200))
+        func engine() -> Items {
+            var configuration = APIEngine.Configuration()
+            configuration.transport = transport
+            configuration.delivery = .inline
+            configuration.execution = .inline
+            configuration.observers = [counting, tracing]
+            return Items(engine: APIEngine(configuration: configuration))
+        }
+        let (first, second) = (engine(), engine())
+        let slow = first.send(Item(route: "/slow"))
+        let fast = second.send(Item(route: "/fast"))
+        #expect(slow.identifier == fast.identifier, "each engine numbers from 1")
+        #expect(tracer.activeSpans.count == 2, "the slow task and its request, still on the wire")
+        let active = try metrics.expectMeter(
+            "http.client.active_requests",
+            [("http.request.method", "GET"), ("server.address", "shop.example.com"), ("server.port", "8443")])
+        #expect(active.lastValue == 1)
+        transport.releaseAll()
+        #expect(tracer.activeSpans.isEmpty)
+        #expect(tracer.finishedSpans.count == 4)
+        #expect(active.lastValue == 0)
+    }
+
     @Test func noSpanStaysOpenWhenTheManagerIsReleasedWithTasksInFlight() {
         let tracer = InMemoryTracer()
         let transport = MockTransport(clock: TestClock())
