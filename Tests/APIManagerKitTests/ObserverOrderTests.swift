@@ -87,13 +87,7 @@ struct ObserverOrderTests {
     private static func engine(
         _ observer: any APIEngine.Observer, clock: TestClock, transport: MockTransport, delivery: DispatchQueue
     ) -> TestManager {
-        var configuration = APIEngine.Configuration()
-        configuration.transport = transport
-        configuration.clock = clock
-        configuration.delivery = .queue(delivery)
-        configuration.execution = .inline
-        configuration.observers = [observer]
-        return TestManager(engine: APIEngine(configuration: configuration))
+        TestManager(engine: observedEngine([observer], transport: transport, clock: clock, delivery: .queue(delivery)))
     }
 
     @Test(arguments: ["cart", nil] as [String?])
@@ -165,13 +159,11 @@ struct ObserverOrderTests {
         let threads = 4
         let perThread = 500
         let observer = OrderCheckingObserver(expected: threads * perThread)
-        var configuration = APIEngine.Configuration()
-        configuration.transport = transport
-        configuration.clock = clock
-        configuration.delivery = .queue(DispatchQueue(label: "order.stress.delivery"))
-        configuration.execution = .concurrent(label: "order.stress")
-        configuration.observers = [observer]
-        let manager = TestManager(engine: APIEngine(configuration: configuration))
+        let manager = TestManager(
+            engine: observedEngine(
+                [observer], transport: transport, clock: clock,
+                delivery: .queue(DispatchQueue(label: "order.stress.delivery")),
+                execution: .concurrent(label: "order.stress")))
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             var random = SplitMix64(state: seed &* 97 &+ UInt64(thread))
             var mine: [APITask<TestRequest>] = []

@@ -317,13 +317,7 @@ struct ObserverTests {
         transport.stub(nil, "/held", MockTransport.Reply.json("{}").held())
         var identifiers: [UInt64] = []
         do {
-            var configuration = APIEngine.Configuration()
-            configuration.transport = transport
-            configuration.clock = clock
-            configuration.delivery = .inline
-            configuration.execution = .inline
-            configuration.observers = [observer]
-            let manager = TestManager(engine: APIEngine(configuration: configuration))
+            let manager = TestManager(engine: observedEngine([observer], transport: transport, clock: clock))
             identifiers.append(manager.send(TestRequest("/held", .waitUntilDone, scope: scope)).identifier)
             identifiers.append(manager.send(TestRequest("/held", .waitUntilDone, scope: scope)).identifier)
         }

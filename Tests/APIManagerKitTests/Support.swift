@@ -174,6 +174,20 @@ func describe(_ error: APIError) -> String {
     }
 }
 
+/// An engine on a mock transport and a virtual clock told to `observers`; inline unless told.
+func observedEngine(
+    _ observers: [any APIEngine.Observer], transport: MockTransport, clock: TestClock,
+    delivery: APIEngine.Delivery = .inline, execution: APIEngine.Execution = .inline
+) -> APIEngine {
+    var configuration = APIEngine.Configuration()
+    configuration.transport = transport
+    configuration.clock = clock
+    configuration.delivery = delivery
+    configuration.execution = execution
+    configuration.observers = observers
+    return APIEngine(configuration: configuration)
+}
+
 /// A manager on a virtual clock and a mock transport, delivering events immediately.
 final class Harness: @unchecked Sendable {
     // @unchecked: the members are immutable references to thread-safe objects.

@@ -73,11 +73,11 @@ final class DurableScopeFolder {
         }
         lockDescriptor = descriptor
         OwnerOnlyFile.removeLeftovers(in: url)
-        Self.finishReplacements(in: url)
         let highest =
             (Self.sequences(in: url) + Self.sequences(in: setAsideURL) + Self.refusedSequencesStatic(in: url)).max()
             ?? 0
         nextSequence = highest + 1
+        finishReplacements()
     }
 
     deinit {
@@ -108,16 +108,10 @@ final class DurableScopeFolder {
     /// a `.task` record of the same sequence was replaced, and goes. Every other state a kill leaves
     /// is one already: the line still stopped (only `.refused`), or resolved (only `.task`, or
     /// neither).
-    private static func finishReplacements(in folder: URL) {
-        var removed = false
-        for sequence in refusedSequencesStatic(in: folder) {
-            let name = fileName(of: sequence)
-            let record = folder.appendingPathComponent(name)
-            guard FileManager.default.fileExists(atPath: record.path) else { continue }
-            let refused = folder.appendingPathComponent(String(name.dropLast(recordSuffix.count)) + refusedSuffix)
-            if unlink(refused.path) == 0 { removed = true }
+    private func finishReplacements() {
+        for sequence in refusedSequences() where FileManager.default.fileExists(atPath: fileURL(of: sequence).path) {
+            dropRefused(sequence)
         }
-        if removed { try? OwnerOnlyFile.synchronizeDirectory(of: folder.appendingPathComponent("lock")) }
     }
 
     /// The folder's name for a scope: readable, and safe whatever the scope's characters (a hash

@@ -232,7 +232,6 @@ extension APIEngine {
     /// The observers add to the request what travels with it on the wire (a trace's context), just
     /// before the transport has it (see ``APIEngine/Observer/willSend(_:attempt:of:)``).
     private func letObserversPrepare(_ attempt: Attempt) {
-        guard !observers.isEmpty else { return }
         for observer in observers {
             observer.willSend(&attempt.request, attempt: attempt.number, of: attempt.task)
         }
