@@ -51,16 +51,44 @@ extension APIManager {
         baseDelegate?.apiManager(self, task: task, didReceiveCachedResponse: response)
     }
 
+    /// The default for a manager with a `Delegate` type of its own, which is to forward its terminal
+    /// events to it: using it is a compiler warning, so that a forwarding method whose name is
+    /// misspelled (`task(_:didFinishWithResponse:)`) does not compile quietly into a delegate that
+    /// never hears a task end. It forwards to the base delegate method, as before.
+    @available(
+        *, deprecated,
+        message:
+            "A manager with a Delegate type of its own forwards its terminal events: implement task(_:didFinishWith:) (check its spelling) and call the delegate's typed method"
+    )
     public func task(_ task: APITask<Request>, didFinishWith response: Response) {
         baseDelegate?.apiManager(self, task: task, didFinishWith: response)
     }
 
+    /// The default for a manager with a `Delegate` type of its own: a compiler warning, as for
+    /// `task(_:didFinishWith:)`.
+    @available(
+        *, deprecated,
+        message:
+            "A manager with a Delegate type of its own forwards its terminal events: implement task(_:didFailWith:) (check its spelling) and call the delegate's typed method"
+    )
     public func task(_ task: APITask<Request>, didFailWith error: APIError) {
         baseDelegate?.apiManager(self, task: task, didFailWith: error)
     }
 
-    private var baseDelegate: (any APIManagerDelegate)? {
+    fileprivate var baseDelegate: (any APIManagerDelegate)? {
         engine.baseDelegate(of: self)
+    }
+}
+
+extension APIManager where Delegate == any APIManagerDelegate {
+    /// Forwards to the delegate's ``APIManagerDelegate/apiManager(_:task:didFinishWith:)``.
+    public func task(_ task: APITask<Request>, didFinishWith response: Response) {
+        baseDelegate?.apiManager(self, task: task, didFinishWith: response)
+    }
+
+    /// Forwards to the delegate's ``APIManagerDelegate/apiManager(_:task:didFailWith:)``.
+    public func task(_ task: APITask<Request>, didFailWith error: APIError) {
+        baseDelegate?.apiManager(self, task: task, didFailWith: error)
     }
 }
 
@@ -68,8 +96,15 @@ extension APIManager {
     /// The delegate, held weakly. Set it from any thread; events already queued go to the delegate
     /// set when they are delivered. Each manager has its own, also when managers share an engine.
     public var delegate: Delegate? {
-        get { engine.delegate(of: self) as? Delegate }
-        set { engine.setDelegate(newValue.map { $0 as AnyObject }, of: self) }
+        get { (engine.typedDelegate(of: self) as? TypedDelegate<Delegate>)?.value }
+        set {
+            // Typed from here on: the value keeps the conformance the caller converted it with (an
+            // isolated one included), which a later lookup might not find (see `TypedDelegate`).
+            // The base protocol is looked up here, in the caller's isolation, once.
+            engine.setDelegate(
+                typed: newValue.flatMap(TypedDelegate.init), base: newValue.flatMap { $0 as? any APIManagerDelegate },
+                of: self)
+        }
     }
 
     /// Where delegate events are delivered: `.queue(.main)` unless set (see ``APIEngine/Delivery``).

@@ -75,6 +75,11 @@ extension APIEngine {
             }
         }
 
+        /// Writes the notice at `.warning`.
+        public func notice(_ notice: APIEngine.Notice) {
+            if minimumLevel <= .warning { write(.warning, "\(notice)") }
+        }
+
         /// The lines an observation makes, with their levels.
         static func lines(for observation: APIEngine.Observation, bodyBytes: Int) -> [(Level, String)] {
             let task = observation.task

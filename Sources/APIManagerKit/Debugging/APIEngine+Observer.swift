@@ -52,6 +52,12 @@ extension APIEngine {
         /// ``Observation/Kind/attemptSent(attempt:request:sharedWith:)``. Does nothing unless
         /// implemented.
         func willSend(_ request: inout URLRequest, attempt: Int, of task: AnyAPITask)
+
+        /// Something about the engine itself that the people running it should hear (see
+        /// ``APIEngine/Notice``): each kind at most once per engine, on the thread of the engine's
+        /// clock timer that found it, without any lock held. Does nothing unless implemented; an
+        /// engine with no observer writes its notices to standard error.
+        func notice(_ notice: APIEngine.Notice)
     }
 
     /// One thing the engine did to a task (see ``Observer``).
@@ -192,6 +198,7 @@ extension APIEngine {
 
 extension APIEngine.Observer {
     public func willSend(_ request: inout URLRequest, attempt: Int, of task: AnyAPITask) {}
+    public func notice(_ notice: APIEngine.Notice) {}
 }
 
 // MARK: The engine's side

@@ -75,7 +75,7 @@ extension APIEngine {
         /// Whether the task the call sends (not a restored one) has an async caller.
         private let sentIsObserved: Bool
         /// What each event decided.
-        private var decided: [(SchedulingMachine.Actions, APIEngine.Delivery?)] = []
+        private var decided: [(SchedulingMachine.Actions, APIEngine.DeliveryRun?)] = []
 
         init(engine: APIEngine, scope: String?, sentIsObserved: Bool) {
             self.engine = engine
@@ -106,7 +106,7 @@ extension APIEngine {
         func perform() {
             let decided = self.decided
             self.decided = []
-            for (actions, delivery) in decided { engine.perform(actions, delivery: delivery) }
+            for (actions, run) in decided { engine.perform(actions, delivery: run) }
         }
 
         private func decide(_ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {

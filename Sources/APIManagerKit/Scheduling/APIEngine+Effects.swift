@@ -51,7 +51,7 @@ extension APIEngine {
     /// before the rest; circuit changes and refused retries last), and the shared flight a retry
     /// rests (before the retry's timer is set).
     func perform(
-        _ actions: SchedulingMachine.Actions, delivery: APIEngine.Delivery?, reportingTo attempt: Attempt? = nil
+        _ actions: SchedulingMachine.Actions, delivery run: DeliveryRun?, reportingTo attempt: Attempt? = nil
     ) {
         if let attempt, !actions.timersAndGrants.isEmpty {
             for case .report(let report) in actions.timersAndGrants {
@@ -110,9 +110,11 @@ extension APIEngine {
                 }
             }
         }
-        switch delivery {
+        switch run?.delivery {
         // Weakly: a pending delivery must not keep a released manager's engine (and its tasks) alive.
-        case .queue(let queue)?: queue.async { [weak self] in self?.deliverEvents() }
+        case .queue(let queue)?:
+            queue.async { [weak self] in self?.deliverEvents() }
+            if run?.setsWatch == true { watchDelivery(on: queue) }
         case .inline?: deliverEvents()
         case nil: break
         }

@@ -89,6 +89,8 @@ public final class APIEngine: @unchecked Sendable {
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
         var delegateSlots: [DelegateSlot] = []
+        /// Whether events wait on a delivery queue nobody runs.
+        var deliveryWatch = DeliveryWatch()
     }
 
     /// - Parameters:
@@ -227,22 +229,23 @@ public final class APIEngine: @unchecked Sendable {
         state.withLock { ($0.machine.isCurrent(task, attempt: attempt), $0.monitor, $0.secretNames) }
     }
 
-    /// A manager and its delegate, both held weakly; the delegate also as an ``APIManagerDelegate``,
-    /// cast once when it is set (a cast per delivered event would look the conformance up each time:
-    /// about 400 instructions, three times per task).
+    /// A manager and its delegate, both held weakly: the delegate as the manager's own `Delegate`
+    /// type (a ``TypedDelegate``, read back without a conformance lookup) and as an
+    /// ``APIManagerDelegate``, for the forwarding defaults, looked up once when it is set (a lookup
+    /// per delivered event would cost about 400 instructions, three times per task).
     struct DelegateSlot {
         weak var manager: AnyObject?
-        weak var delegate: AnyObject?
+        let typed: AnyObject?
         weak var base: (any APIManagerDelegate)?
     }
 
-    /// The delegate of `manager` (set through ``APIManager/delegate``); each manager sharing this
-    /// engine has its own.
-    func delegate(of manager: AnyObject) -> AnyObject? {
+    /// The delegate of `manager` as it was set (through ``APIManager/delegate``), a
+    /// `TypedDelegate<Manager.Delegate>`; each manager sharing this engine has its own.
+    func typedDelegate(of manager: AnyObject) -> AnyObject? {
         state.withLock { state in
             // By index: copying a slot would copy its weak references.
             for index in state.delegateSlots.indices where state.delegateSlots[index].manager === manager {
-                return state.delegateSlots[index].delegate
+                return state.delegateSlots[index].typed
             }
             return nil
         }
@@ -259,12 +262,11 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
-    func setDelegate(_ delegate: AnyObject?, of manager: AnyObject) {
-        let base = delegate as? any APIManagerDelegate
+    func setDelegate(typed: AnyObject?, base: (any APIManagerDelegate)?, of manager: AnyObject) {
         state.withLock { state in
             state.delegateSlots.removeAll { $0.manager == nil || $0.manager === manager }
-            if let delegate {
-                state.delegateSlots.append(DelegateSlot(manager: manager, delegate: delegate, base: base))
+            if typed != nil || base != nil {
+                state.delegateSlots.append(DelegateSlot(manager: manager, typed: typed, base: base))
             }
         }
     }
@@ -284,19 +286,26 @@ public final class APIEngine: @unchecked Sendable {
     func transition(
         reportingTo attempt: Attempt? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
     ) -> SchedulingMachine.Actions {
-        let (actions, delivery) = decide(event)
-        perform(actions, delivery: delivery, reportingTo: attempt)
+        let (actions, run) = decide(event)
+        perform(actions, delivery: run, reportingTo: attempt)
         return actions
     }
 
     /// Runs one event of the scheduling machine under the lock and returns what to perform, and
-    /// where to deliver, for a caller that performs it itself, after the lock is released.
+    /// the delivery run to schedule, for a caller that performs it itself, after the lock is released.
     func decide(
         _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
-    ) -> (SchedulingMachine.Actions, APIEngine.Delivery?) {
+    ) -> (SchedulingMachine.Actions, DeliveryRun?) {
         state.withLock { state in
             let actions = event(&state.machine)
-            return (actions, actions.deliverEvents ? state.delivery : nil)
+            guard actions.deliverEvents else { return (actions, nil) }
+            let watched: Bool
+            if case .queue = state.delivery {
+                watched = state.deliveryWatch.arm(takes: state.machine.outbox.takes)
+            } else {
+                watched = false
+            }
+            return (actions, DeliveryRun(delivery: state.delivery, setsWatch: watched))
         }
     }
 

@@ -8,7 +8,11 @@ struct EventOutbox {
 
     private var queued: Batch = []
     private var spare: Batch = []
-    private var isDeliveryScheduled = false
+    /// Whether a delivery run is scheduled and has not yet found the outbox empty.
+    private(set) var isDeliveryScheduled = false
+    /// How many times a delivery run took events: a watch over the delivery queue compares it over
+    /// time (``APIEngine/DeliveryWatch``).
+    private(set) var takes: UInt64 = 0
 
     /// Queues an event; `true` when no delivery run is scheduled, so one is to be scheduled now.
     mutating func append(_ event: AnyAPITask.Event, for task: AnyAPITask) -> Bool {
@@ -28,6 +32,7 @@ struct EventOutbox {
         }
         if batch.capacity == 0 { swap(&batch, &spare) }
         swap(&batch, &queued)
+        takes &+= 1
         return true
     }
 }
