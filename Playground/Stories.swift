@@ -259,7 +259,7 @@ struct Story: Sendable {
 
     static let all: [Story] = [
         cart, search, refresh, detail, flaky, cache, session, profile, typeAhead, gallery, autosave, sharedProfile,
-        outage, photoUpload, resumedDownload, liveFeed, offline,
+        outage, photoUpload, resumedDownload, liveFeed, offline, cartScreen,
     ]
 
     static let cart = Story(

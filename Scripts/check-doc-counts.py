@@ -112,6 +112,29 @@ for article, tests in [("APIRequest.md", "CodeSamplesTests.swift"), ("OfflineAnd
         if block not in code_samples:
             errors.append(f"{article}: a Swift sample is not in {tests} word for word")
 
+# The README's first manager, compiled as it is by CodeSamplesTests and, with the two `nonisolated`
+# the README names, in an app target with default isolation MainActor (Tests/DefaultIsolation); the
+# main-actor samples of "The delegate and async" in one of the two.
+readme = open("README.md").read()
+first = re.search(r"## A first manager.*?```swift\n(.*?)```", readme, re.DOTALL)
+app_sources = "".join(open(path).read() for path in sorted(glob.glob("Tests/DefaultIsolation/**/*.swift", recursive=True)))
+root_samples = open("Tests/APIManagerKitTests/CodeSamplesTests.swift").read()
+if not first:
+    errors.append("README.md: no Swift sample under \"A first manager\"")
+else:
+    manager = first.group(1)
+    if manager not in root_samples:
+        errors.append("README.md: the first manager is not in CodeSamplesTests.swift word for word")
+    in_app = manager.replace("struct CartItem", "nonisolated struct CartItem", 1).replace(
+        "protocol CartAPIDelegate", "nonisolated protocol CartAPIDelegate", 1)
+    if in_app not in app_sources:
+        errors.append("README.md: the first manager, with its two `nonisolated`, is not in Tests/DefaultIsolation word for word")
+delegate_article = open("Sources/APIManagerKit/APIManagerKit.docc/DelegateAndAsync.md").read()
+main_actor_section = delegate_article.split("## A screen on the main actor", 1)[-1].split("\n## ", 1)[0]
+for block in re.findall(r"```swift\n(.*?)```", main_actor_section, re.DOTALL):
+    if block not in app_sources and block not in root_samples:
+        errors.append("DelegateAndAsync.md: a sample of \"A screen on the main actor\" is compiled nowhere word for word")
+
 # The version, as the changelog's latest release gives it.
 releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", open("CHANGELOG.md").read(), re.MULTILINE)
 install = re.findall(r'\.package\(url: "[^"]*APIManagerKit\.git", from: "([^"]+)"\)', open("README.md").read())

@@ -92,7 +92,11 @@ expect_lines "$playground_output" \
     "   2.000s  #1  add tea            starts" \
     "   2.200s  #2  add cake           starts" \
     "   2.400s  #3  remove tea         starts" \
-    "cart               3 of 3 edits sent, one attempt each, in order, with their first run's idempotency keys; 0 left on disk"
+    "cart               3 of 3 edits sent, one attempt each, in order, with their first run's idempotency keys; 0 left on disk" \
+    "   0.300s      cart screen        shows tea (on the main thread: yes)" \
+    "   0.600s      cart screen        shows tea, cake (on the main thread: yes)" \
+    "   1.000s      cart screen        shows an error: status 409 (on the main thread: yes)" \
+    "cart               the screen shows 2 item(s), every answer heard on the main actor"
 echo "== Playground against the real server (--base-url)"
 # Every story's key lines in a live run ($1: the output, $2: the transport it names).
 expect_live_stories() {
@@ -127,7 +131,10 @@ expect_live_stories() {
         "feed               5 events, each once; the stream ended with a 204" \
         "app                killed: 3 edits left on disk, none sent" \
         "app                relaunched: 3 edits restored, in order" \
-        "cart               3 of 3 edits sent, one attempt each, in order, with their first run's idempotency keys; 0 left on disk"
+        "cart               3 of 3 edits sent, one attempt each, in order, with their first run's idempotency keys; 0 left on disk" \
+        "cart screen        shows tea, cake (on the main thread: yes)" \
+        "cart screen        shows an error: status 409 (on the main thread: yes)" \
+        "cart               the screen shows 2 item(s), every answer heard on the main actor"
 }
 live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
 echo "$live_output"
@@ -170,6 +177,26 @@ total=$((total + $(cat "$log.count")))
 transfers="UploadIntegrationTests|ProgressIntegrationTests|DownloadIntegrationTests|StreamingIntegrationTests|NginxIntegrationTests|TimeoutIntegrationTests"
 progress="ProgressIntegrationTests"
 timeouts="TimeoutIntegrationTests"
+
+echo "== An app target's settings: Tests/DefaultIsolation (Swift 6, default isolation MainActor, tools 6.2)"
+# The README's first manager, the main-actor view model of "The delegate and async" and the Testing
+# article's sample, compiled as new app targets are and run on the main actor; and a forwarding
+# method with a misspelled label, which must make the compiler warn.
+touch Tests/DefaultIsolation/Sources/MisspelledForwarding/MisspelledForwarding.swift
+if ! app_build=$(swift build --package-path Tests/DefaultIsolation --build-tests 2>&1); then
+    echo "$app_build" >&2
+    exit 1
+fi
+if ! grep -qF "deprecated default implementation is used to satisfy instance method 'task(_:didFinishWith:)'" \
+    <<<"$app_build"; then
+    echo "$app_build"
+    echo "a misspelled terminal forwarding method compiled without a warning" >&2
+    exit 1
+fi
+run_tests swift test --package-path Tests/DefaultIsolation --skip-build
+total=$((total + $(cat "$log.count")))
+run_tests swift test --package-path Tests/DefaultIsolation --sanitize=thread --scratch-path Tests/DefaultIsolation/.build-tsan
+total=$((total + $(cat "$log.count")))
 
 echo "== Integration tests against the real server"
 run_tests swift test --skip-build --filter APIManagerKitIntegrationTests --skip "$transfers"

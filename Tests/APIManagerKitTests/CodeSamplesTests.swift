@@ -140,6 +140,35 @@ final class PatientAPI: APIManager {
     }
 }
 
+// MARK: article "The delegate and async", "A screen on the main actor" (a module without default isolation)
+
+@MainActor final class CartScreenModel {
+    private(set) var cart = Cart(items: [])
+    let api: CartAPI
+
+    init(api: CartAPI) {
+        self.api = api
+        api.delegate = self
+    }
+}
+
+extension CartScreenModel: @MainActor CartAPIDelegate {
+    func cartAPI(_ api: CartAPI, didUpdate cart: Cart) { self.cart = cart }
+    func cartAPI(_ api: CartAPI, didFailWith error: APIError) {}
+}
+
+@MainActor @Test(.timeLimit(.minutes(1))) func aMainActorScreenHearsItsCartOnTheMainQueue() async throws {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.post, "/api/cart/items", .json(#"{"items":[{"sku":"A","quantity":1}]}"#))
+    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, execution: .inline))
+    let screen = CartScreenModel(api: api)
+    api.send(try .add(CartItem(sku: "A", quantity: 1)))
+    // The default delivery, the main queue: the event waits behind this test until it yields.
+    while screen.cart.items.isEmpty, !Task.isCancelled { await Task.yield() }
+    #expect(screen.cart.items == [CartItem(sku: "A", quantity: 1)])
+}
+
 // MARK: article "Testing with MockTransport and TestClock"
 
 final class CartScreen: CartAPIDelegate, @unchecked Sendable {

@@ -93,8 +93,12 @@ extension APIManager where Delegate == any APIManagerDelegate {
 }
 
 extension APIManager {
-    /// The delegate, held weakly. Set it from any thread; events already queued go to the delegate
-    /// set when they are delivered. Each manager has its own, also when managers share an engine.
+    /// The delegate, held weakly, and kept as the type it was set with: reading it looks no
+    /// conformance up, so a screen on the main actor that conforms through an isolated conformance
+    /// (`extension Screen: @MainActor CartAPIDelegate`) is read back as it was set, on the main queue
+    /// as anywhere (see <doc:DelegateAndAsync>). A value that is not an object is not kept (reads
+    /// back `nil`). Set it from any thread; events already queued go to the delegate set when they
+    /// are delivered. Each manager has its own, also when managers share an engine.
     public var delegate: Delegate? {
         get { (engine.typedDelegate(of: self) as? TypedDelegate<Delegate>)?.value }
         set {

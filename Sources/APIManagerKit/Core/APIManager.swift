@@ -19,6 +19,10 @@ import FoundationNetworking
 /// The hooks (`urlRequest`, `response`, `retryDelay`) run on the thread that started the attempt or
 /// received the response, without any lock held; the forwarding methods run on ``APIManager/delivery``.
 ///
+/// Delegate events: a screen on the main actor is a delegate through an isolated conformance
+/// and hears every event there with the default delivery, the main queue (see "A screen on the
+/// main actor" in <doc:DelegateAndAsync>).
+///
 /// A manager released with tasks in flight (its engine with it) cancels them with
 /// ``APIError/CancellationReason/managerReleased`` and tells its delegate nothing (the engine's
 /// observers are told each task's end): keep the manager alive while its tasks matter.
@@ -28,7 +32,10 @@ public protocol APIManager: AnyObject, Sendable {
     /// The typed result of a successful task.
     associatedtype Response: APIResponse
     /// The delegate type: ``APIManagerDelegate`` or a protocol refining it, as an existential
-    /// (`any CartAPIDelegate`). It must be class-bound: the delegate is held weakly.
+    /// (`any CartAPIDelegate`). It must be class-bound: the delegate is held weakly. A manager that
+    /// names its own forwards the two terminal events to it itself (``task(_:didFinishWith:)`` and
+    /// ``task(_:didFailWith:)``); the defaults are then deprecated, so that a missing or misspelled
+    /// forwarding method is a compiler warning.
     associatedtype Delegate = any APIManagerDelegate
 
     /// The engine that holds this manager's scheduling state: usually one per manager,
