@@ -125,11 +125,4 @@ extension Stage {
     func runMainQueue() {
         RunLoop.main.run(until: Date())
     }
-
-    /// Waits for another engine's requests, as ``settle(upTo:)`` does for the stage's own.
-    func settle(_ engine: APIEngine, upTo limit: TimeInterval = 30) {
-        guard isLive else { return }
-        let end = Date().addingTimeInterval(limit)
-        while engine.inFlightCount > 0, Date() < end { Thread.sleep(forTimeInterval: 0.01) }
-    }
 }

@@ -81,10 +81,7 @@ extension Story {
         timeline.note("network", "back")
         network.isReachable = true
         stage.at(3)
-        if stage.isLive {
-            let settled = Date().addingTimeInterval(30)
-            while cart.engine.inFlightCount > 0, Date() < settled { Thread.sleep(forTimeInterval: 0.01) }
-        }
+        if stage.isLive { stage.settle(cart.engine) }
         let sameKeys = replay.map { $0.idempotencyKey ?? "" } == keys
         let finished = replay.filter { task in
             if case .finished = task.state { task.attemptCount == 1 } else { false }

@@ -208,9 +208,11 @@ final class Stage: @unchecked Sendable {
     /// Moves to `seconds` after the story began: virtual time is advanced, real time is waited for.
     /// Waits until the story's requests have ended, at most `limit` seconds: on a busy machine a
     /// live server answers late, and a story's last lines must print under it, not under the next.
-    func settle(upTo limit: TimeInterval = 30) {
+    /// Another engine's requests (`engine`, the stage's own unless given) are waited for alike.
+    func settle(_ engine: APIEngine? = nil, upTo limit: TimeInterval = 30) {
+        let engine = engine ?? api.engine
         let end = Date().addingTimeInterval(limit)
-        while api.engine.inFlightCount > 0, Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        while engine.inFlightCount > 0, Date() < end { Thread.sleep(forTimeInterval: 0.01) }
     }
 
     func at(_ seconds: TimeInterval) {

@@ -50,29 +50,12 @@ final class ShopAPI: APIManager {
     func attach(to shop: ShopAPI)
 }
 
-@MainActor final class IsolatedScreen: HearingScreen {
+/// What both main-actor screens hear; each conforms to `ShopDelegate` its own way below, through
+/// these methods.
+@MainActor class MainActorScreen: HearingScreen {
     var heard: [String] = []
     var offMainEvents = 0
-    func attach(to shop: ShopAPI) { shop.delegate = self }
-    func hear(_ line: String) {
-        if !isOnMainQueue() { offMainEvents += 1 }
-        heard.append(line)
-    }
-}
-
-extension IsolatedScreen: @MainActor ShopDelegate {
-    func shop(_ shop: ShopAPI, didLoad echo: Echo, task: UInt64) { hear("\(task) loaded \(echo.value ?? "")") }
-    func shop(_ shop: ShopAPI, didFailWith error: APIError, task: UInt64) { hear("\(task) failed \(describe(error))") }
-    func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) { hear("\(task.identifier) waiting") }
-    func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {
-        hear("\(task.identifier) start \(attempt)")
-    }
-}
-
-@MainActor final class PreconcurrencyScreen: HearingScreen, @preconcurrency ShopDelegate {
-    var heard: [String] = []
-    var offMainEvents = 0
-    func attach(to shop: ShopAPI) { shop.delegate = self }
+    func attach(to shop: ShopAPI) {}
     func hear(_ line: String) {
         if !isOnMainQueue() { offMainEvents += 1 }
         heard.append(line)
@@ -83,6 +66,18 @@ extension IsolatedScreen: @MainActor ShopDelegate {
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {
         hear("\(task.identifier) start \(attempt)")
     }
+}
+
+/// Through an isolated conformance (SE-0470).
+@MainActor final class IsolatedScreen: MainActorScreen {
+    override func attach(to shop: ShopAPI) { shop.delegate = self }
+}
+
+extension IsolatedScreen: @MainActor ShopDelegate {}
+
+/// Through a `@preconcurrency` conformance, checked at run time.
+@MainActor final class PreconcurrencyScreen: MainActorScreen, @preconcurrency ShopDelegate {
+    override func attach(to shop: ShopAPI) { shop.delegate = self }
 }
 
 /// A plain class, as a service object or a command-line tool writes it.

@@ -21,7 +21,7 @@ let package = Package(
         // fails unless the compiler warns that the deprecated default is used instead.
         .target(
             name: "MisspelledForwarding",
-            dependencies: ["ShopApp", .product(name: "APIManagerKit", package: "APIManagerKit")],
+            dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
             swiftSettings: appSettings
         ),
         .testTarget(

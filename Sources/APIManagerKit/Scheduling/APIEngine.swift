@@ -235,7 +235,7 @@ public final class APIEngine: @unchecked Sendable {
     /// per delivered event would cost about 400 instructions, three times per task).
     struct DelegateSlot {
         weak var manager: AnyObject?
-        let typed: AnyObject?
+        let typed: AnyObject
         weak var base: (any APIManagerDelegate)?
     }
 
@@ -262,10 +262,12 @@ public final class APIEngine: @unchecked Sendable {
         }
     }
 
+    /// Sets `manager`'s delegate (`typed`, a `TypedDelegate`), or removes it when `nil`. (A value that
+    /// makes no `TypedDelegate` is not an object, so it has no base either.)
     func setDelegate(typed: AnyObject?, base: (any APIManagerDelegate)?, of manager: AnyObject) {
         state.withLock { state in
             state.delegateSlots.removeAll { $0.manager == nil || $0.manager === manager }
-            if typed != nil || base != nil {
+            if let typed {
                 state.delegateSlots.append(DelegateSlot(manager: manager, typed: typed, base: base))
             }
         }
