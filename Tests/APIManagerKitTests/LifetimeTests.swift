@@ -96,4 +96,36 @@ struct LifetimeTests {
         gate.signal()
         blocked.sync {}
     }
+
+    /// A task reads its record inside its engine's locked state, which it keeps: the events no delivery
+    /// run took must not keep the task (and so that state) alive once the engine is gone.
+    @Test func aTaskKeptAfterItsEngineKeepsNeitherItsEventsNorTheEventMonitor() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", .json("{}"))
+        let blocked = DispatchQueue(label: "lifetime.blocked-delivery-2")
+        let gate = DispatchSemaphore(value: 0)
+        blocked.async { gate.wait() }
+        var manager: TestManager? = TestManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .queue(blocked), execution: .inline))
+        final class Screen: Sendable {}
+        weak var weakTask: AnyAPITask?
+        weak var weakScreen: Screen?
+        var kept: AnyAPITask?
+        do {
+            let screen = Screen()
+            weakScreen = screen
+            manager?.engine.eventMonitor = { _ in _ = screen }
+            let task = manager?.send(TestRequest("/ok"))
+            weakTask = task
+            #expect(task?.state.isTerminal == true, "finished inline; its events wait for the blocked queue")
+            kept = manager?.send(TestRequest("/ok"))
+        }
+        manager = nil
+        #expect(weakTask == nil, "the engine's outbox kept the task, which keeps the engine's state")
+        #expect(weakScreen == nil, "a task kept by the app kept the engine's monitor")
+        #expect(kept?.state.isTerminal == true)
+        gate.signal()
+        blocked.sync {}
+    }
 }

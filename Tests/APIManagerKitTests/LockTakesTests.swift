@@ -25,7 +25,7 @@ struct LockTakesTests {
             engine: APIEngine(transport: transport, delivery: .inline, execution: execution, defaultHeaders: .none))
         let recorder = EventRecorder()
         manager.delegate = recorder
-        let before = manager.engine.lock.takes
+        let before = manager.engine.state.takes
         if awaited {
             _ = try await manager.response(for: TestRequest("/ok"))
         } else {
@@ -33,19 +33,19 @@ struct LockTakesTests {
         }
         // The recorder's lock is not the engine's: waiting for the terminal event takes none.
         while recorder.events.last?.hasSuffix("finished") != true { await Task.yield() }
-        return await Self.takesOnceStill(manager.engine.lock, since: before)
+        return await Self.takesOnceStill(manager.engine.state, since: before)
     }
 
-    /// The takes of `lock` since `before`, read once the engine has stopped taking it: on the lanes
+    /// The takes of `state`'s lock since `before`, read once the engine has stopped taking it: on the lanes
     /// the delivery run still looks at its empty batch after the delegate had the terminal event,
     /// on another thread. Read under the lock (no race), until one read follows another with only
     /// its own take between them; the reads' own takes are not counted.
-    private static func takesOnceStill(_ lock: Lock, since before: Int) async -> Int {
+    private static func takesOnceStill<Value>(_ state: LockedState<Value>, since before: Int) async -> Int {
         var reads = 1
-        var last = lock.withLock { lock.takes }
+        var last = state.takes
         for _ in 0..<10_000 {
             await Task.yield()
-            let now = lock.withLock { lock.takes }
+            let now = state.takes
             reads += 1
             if now == last + 1 { return now - before - reads }
             last = now

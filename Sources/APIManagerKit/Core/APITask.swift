@@ -10,9 +10,9 @@ import FoundationNetworking
 /// `AnyAPITask` is the part that does not depend on the request type; a manager's tasks are
 /// ``APITask``s of its `Request` type.
 public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible {
-    // @unchecked: every `var` below is read and written only while holding `lock`, the lock of the
-    // engine that owns the task; `let`s never change, and `engine` is a weak reference, which is
-    // thread-safe.
+    // @unchecked: `record` is read and written only inside `recordKeeper` (the locked state of the
+    // engine that owns the task), `identifier` only before the task is handed out or inside it;
+    // `let`s never change, and `engine` is a weak reference, which is thread-safe.
 
     /// The lifecycle of a task as seen from outside.
     public enum State: Sendable, CustomStringConvertible {
@@ -68,13 +68,16 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// (each a finite number of seconds, at least 0), and whether an early throttled task waits.
     let pacing: APIConcurrencyPolicy.Pacing
 
-    let lock: Lock
+    /// What keeps ``record`` safe: the locked state of the engine that owns the task (kept here,
+    /// strongly, so that a task read after its engine is gone still reads under it), or a state of the
+    /// task's own when it has no engine.
+    let recordKeeper: any RecordKeeper
     weak var engine: APIEngine?
     let deadline: TimeInterval?
 
     /// The scheduling machine's record of this task: its lifecycle, attempt, timers and place in
     /// line. Only the machine reads and writes it (`Scheduling/Machine/`; what users read comes
-    /// through its `state(of:)`, `attemptCount(of:)` and `responseSource(of:)`), under `lock`; it
+    /// through its `state(of:)`, `attemptCount(of:)` and `responseSource(of:)`), in `recordKeeper`; it
     /// sits here, in the task, so that the machine reaches it without a lookup.
     @exclusivity(unchecked) var record = SchedulingRecord()
 
@@ -245,7 +248,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         var extras: Extras?
     }
 
-    init(identifier: UInt64, settings: borrowing Settings, engine: APIEngine?, lock: Lock? = nil) {
+    init(identifier: UInt64, settings: borrowing Settings, engine: APIEngine?) {
         self.identifier = identifier
         self.extras = settings.extras
         self.maxResponseBodySize = settings.maxResponseBodySize
@@ -261,7 +264,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.concurrencyGroup = settings.group
         self.deadline = settings.deadline
         self.engine = engine
-        self.lock = engine?.lock ?? lock ?? Lock()
+        self.recordKeeper = engine?.state ?? LockedState(())
     }
 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
@@ -284,12 +287,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// The current state.
     public var state: State {
-        lock.withLock { SchedulingMachine.state(of: self) }
+        recordKeeper.withRecords { SchedulingMachine.state(of: self) }
     }
 
     /// Where the response that ended the task came from; `nil` until it finishes with one.
     public var responseSource: APIResponseCache.Source? {
-        lock.withLock { SchedulingMachine.responseSource(of: self) }
+        recordKeeper.withRecords { SchedulingMachine.responseSource(of: self) }
     }
 
     /// The task's upload and download progress as it is reported, in the order of the delegate's
@@ -302,7 +305,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
-    public var attemptCount: Int { lock.withLock { SchedulingMachine.attemptCount(of: self) } }
+    public var attemptCount: Int { recordKeeper.withRecords { SchedulingMachine.attemptCount(of: self) } }
 
     /// Cancels the task. A task that has not ended fails with ``APIError/cancelled(reason:)``
     /// (reason `.explicit`) at once, its transport request and any retry timer are cancelled, and

@@ -1,19 +1,38 @@
-/// State behind a ``Lock``, reachable only through ``withLock(_:)``: every read and write is one
-/// closure, and no `unlock()` is ever paired by hand. Never call user code inside the closure.
+/// State behind a ``Lock`` that nothing else can reach: every read and write is one closure, and no
+/// `unlock()` is ever paired by hand (NIO's `NIOLockedValueBox`). Never call user code inside the
+/// closure.
 final class LockedState<Value>: @unchecked Sendable {
     // @unchecked: `value` is read and written only inside `lock`, by `withLock`.
-    /// The lock; other state may share it (an engine's tasks keep their records under their
-    /// engine's), but `value` is reached only through ``withLock(_:)``.
-    let lock: Lock
+    private let lock = Lock()
     @exclusivity(unchecked) private var value: Value
 
-    init(_ value: Value, lock: Lock = Lock()) {
+    init(_ value: Value) {
         self.value = value
-        self.lock = lock
     }
 
     @inline(__always)
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try lock.withLock { try body(&value) }
+    }
+
+    #if DEBUG
+    /// How many times the lock has been taken (debug builds only), read under it: tests count the
+    /// takes of a request. The read's own take is counted.
+    var takes: Int { lock.withLock { lock.takes } }
+    #endif
+}
+
+/// What keeps a task's scheduling record safe: the locked state of the engine that owns the task,
+/// whose machine writes the record while it holds that state (the record sits in the task only so
+/// the machine reaches it without a lookup). A task reads its record only inside ``withRecords(_:)``.
+protocol RecordKeeper: AnyObject, Sendable {
+    /// Runs `body` while no machine can write a record this keeper keeps.
+    func withRecords<Result>(_ body: () -> Result) -> Result
+}
+
+extension LockedState: RecordKeeper {
+    @inline(__always)
+    func withRecords<Result>(_ body: () -> Result) -> Result {
+        withLock { _ in body() }
     }
 }

@@ -18,8 +18,8 @@ import FoundationNetworking
 /// and timers are cancelled and async callers resume, but no delegate event is sent, as there is no
 /// manager left to send it.
 public final class APIEngine: @unchecked Sendable {
-    // @unchecked: what changes is in `state`, behind its lock (which the engine's tasks share for
-    // their records). The `let`s are Sendable or never mutated.
+    // @unchecked: what changes is in `state`, behind its lock (the engine's tasks read their records
+    // inside it: it is their `recordKeeper`). The `let`s are Sendable or never mutated.
 
     /// The transport attempts are sent with.
     public let transport: any APITransport
@@ -75,10 +75,9 @@ public final class APIEngine: @unchecked Sendable {
     }
 
     /// Everything that changes, behind one lock; no user code (transport, clock, hook, delegate) is
-    /// called while it is held.
+    /// called while it is held. The engine's tasks keep their scheduling records in it (see
+    /// ``AnyAPITask/recordKeeper``).
     let state: LockedState<State>
-    /// The lock of ``state``, which the engine's tasks share for their records.
-    var lock: Lock { state.lock }
 
     struct State {
         /// The scheduling rules and their state, the circuit breakers and retry budgets included
@@ -176,7 +175,12 @@ public final class APIEngine: @unchecked Sendable {
         let observed = !observers.isEmpty
         let (actions, ended) = state.withLock { state in
             let ended = observed ? state.machine.inFlightTasks : []
-            return (state.machine.release(), ended)
+            let actions = state.machine.release()
+            // A task that outlives its engine keeps this state (its record is read inside it), so
+            // nothing the engine kept stays in it: not the events no delivery run took (their tasks),
+            // the monitor (the app's closure) or the delegates.
+            state = State(machine: SchedulingMachine(), delivery: .inline)
+            return (actions, ended)
         }
         // No delivery and no new starts: only cancellations, async callers, and the group slots
         // its tasks held, for other engines' tasks.
