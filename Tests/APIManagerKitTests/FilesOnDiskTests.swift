@@ -37,13 +37,15 @@ struct FilesOnDiskTests {
     }
 
     @Test func aSpooledFormIsOwnerOnlyAndNamedAfterItsProcess() throws {
-        let url = BodyFile.newTemporaryURL()
-        defer { try? FileManager.default.removeItem(at: url) }
-        #expect(url.lastPathComponent.hasPrefix("APIManagerKit-body-\(getpid())-"))
-        var form = try APIMultipartFormData(boundary: "b")
-        try form.append(APIFile(data: Data(count: 1000), fileName: "a.bin"), name: "file")
-        try form.write(to: url)
-        #expect(mode(of: url) == 0o600, "a copy of a 0600 file is not world-readable")
+        try SpoolingTurns.take {
+            let url = BodyFile.newTemporaryURL()
+            defer { try? FileManager.default.removeItem(at: url) }
+            #expect(url.lastPathComponent.hasPrefix("APIManagerKit-body-\(getpid())-"))
+            var form = try APIMultipartFormData(boundary: "b")
+            try form.append(APIFile(data: Data(count: 1000), fileName: "a.bin"), name: "file")
+            try form.write(to: url)
+            #expect(mode(of: url) == 0o600, "a copy of a 0600 file is not world-readable")
+        }
     }
 
     @Test func theLeftoversOfAKilledProcessAreSweptAndNothingElse() throws {

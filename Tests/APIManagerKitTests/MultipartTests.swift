@@ -295,24 +295,27 @@ struct MultipartTests {
     }
 
     @Test func aFormOverTheLimitIsStreamedFromATemporaryFileRemovedAfterwards() throws {
-        let (transport, manager, clock) = make(.status(200).after(1))
-        let before = spooledFiles()
-        let bytes = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0) })
-        let task = manager.send(
-            UploadRequest(
-                parameters: ["file": .file(APIFile(data: bytes, fileName: "blob.bin"))], multipartInMemoryLimit: 1024))
-        #expect(spooledFiles().count == before.count + 1, "written to disk, not held in memory")
-        clock.advance(by: 1)
-        #expect(task.state.name == "finished")
-        let request = try #require(transport.records.first?.request)
-        let recorded = request.httpBody
-        let body = try #require(recorded, "the mock transport read the stream")
-        #expect(request.value(forHTTPHeaderField: "Content-Length") == String(body.count))
-        let parts = try #require(
-            parseMultipart(body, contentType: request.value(forHTTPHeaderField: "Content-Type")))
-        #expect(parts.first?.content == bytes)
-        #expect(spooledFiles() == before, "the temporary file is removed when the attempt ends")
-        #expect(BodyFile.unclaimedCount == 0)
+        try SpoolingTurns.take {
+            let (transport, manager, clock) = make(.status(200).after(1))
+            let before = spooledFiles()
+            let bytes = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0) })
+            let task = manager.send(
+                UploadRequest(
+                    parameters: ["file": .file(APIFile(data: bytes, fileName: "blob.bin"))],
+                    multipartInMemoryLimit: 1024))
+            #expect(spooledFiles().count == before.count + 1, "written to disk, not held in memory")
+            clock.advance(by: 1)
+            #expect(task.state.name == "finished")
+            let request = try #require(transport.records.first?.request)
+            let recorded = request.httpBody
+            let body = try #require(recorded, "the mock transport read the stream")
+            #expect(request.value(forHTTPHeaderField: "Content-Length") == String(body.count))
+            let parts = try #require(
+                parseMultipart(body, contentType: request.value(forHTTPHeaderField: "Content-Type")))
+            #expect(parts.first?.content == bytes)
+            #expect(spooledFiles() == before, "the temporary file is removed when the attempt ends")
+            #expect(BodyFile.unclaimedCount == 0)
+        }
     }
 
     /// Accepts body writers: records each attempt's body as its writer wrote it, and the options.
@@ -347,32 +350,35 @@ struct MultipartTests {
 
     @Test(arguments: [nil, "uploads"] as [String?])
     func aTransportThatAcceptsBodyWritersGetsALargeFormUnwritten(scope: String?) throws {
-        let transport = WritingTransport(failFirst: true)
-        let manager = UploadManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
-        let before = spooledFiles()
-        let directory = ScratchDirectory()
-        let file = directory.url.appendingPathComponent("clip.bin")
-        let bytes = Data((0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        try bytes.write(to: file)
-        let task = manager.send(
-            UploadRequest(
-                method: .put, parameters: ["title": "clip", "clip": .file(APIFile(url: file))],
-                multipartInMemoryLimit: 1024, retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 0, jitter: .none),
-                concurrencyScope: scope))
-        #expect(task.state.name == "finished")
-        #expect(spooledFiles() == before, "never written to a temporary file")
-        let records = transport.records
-        #expect(records.count == 2)
-        for record in records {
-            #expect(record.options.bodyFile == nil)
-            let body = try #require(record.body, "the body came as a writer")
-            #expect(record.request.value(forHTTPHeaderField: "Content-Length") == String(body.count))
-            #expect(record.options.bodyWriter?.length == Int64(body.count))
-            let parts = try #require(
-                parseMultipart(body, contentType: record.request.value(forHTTPHeaderField: "Content-Type")))
-            #expect(parts.map(\.content) == [bytes, Data("clip".utf8)], "whole, on every attempt")
+        try SpoolingTurns.take {
+            let transport = WritingTransport(failFirst: true)
+            let manager = UploadManager(engine: APIEngine(transport: transport, delivery: .inline, execution: .inline))
+            let before = spooledFiles()
+            let directory = ScratchDirectory()
+            let file = directory.url.appendingPathComponent("clip.bin")
+            let bytes = Data((0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try bytes.write(to: file)
+            let task = manager.send(
+                UploadRequest(
+                    method: .put, parameters: ["title": "clip", "clip": .file(APIFile(url: file))],
+                    multipartInMemoryLimit: 1024,
+                    retryPolicy: APIRetryPolicy(maxAttempts: 2, baseDelay: 0, jitter: .none),
+                    concurrencyScope: scope))
+            #expect(task.state.name == "finished")
+            #expect(spooledFiles() == before, "never written to a temporary file")
+            let records = transport.records
+            #expect(records.count == 2)
+            for record in records {
+                #expect(record.options.bodyFile == nil)
+                let body = try #require(record.body, "the body came as a writer")
+                #expect(record.request.value(forHTTPHeaderField: "Content-Length") == String(body.count))
+                #expect(record.options.bodyWriter?.length == Int64(body.count))
+                let parts = try #require(
+                    parseMultipart(body, contentType: record.request.value(forHTTPHeaderField: "Content-Type")))
+                #expect(parts.map(\.content) == [bytes, Data("clip".utf8)], "whole, on every attempt")
+            }
+            #expect(BodyFile.unclaimedCount == 0)
         }
-        #expect(BodyFile.unclaimedCount == 0)
     }
 
     @Test func aWriterForAFileThatIsGoneThrowsATypedError() throws {
@@ -395,14 +401,16 @@ struct MultipartTests {
     }
 
     @Test func aCancelledUploadRemovesItsTemporaryFile() {
-        let (_, manager, _) = make(MockTransport.Reply.status(200).held())
-        let before = spooledFiles()
-        let task = manager.send(
-            UploadRequest(
-                parameters: ["file": .file(APIFile(data: Data(count: 4096)))], multipartInMemoryLimit: 1024))
-        #expect(spooledFiles().count == before.count + 1)
-        task.cancel()
-        #expect(spooledFiles() == before)
+        SpoolingTurns.take {
+            let (_, manager, _) = make(MockTransport.Reply.status(200).held())
+            let before = spooledFiles()
+            let task = manager.send(
+                UploadRequest(
+                    parameters: ["file": .file(APIFile(data: Data(count: 4096)))], multipartInMemoryLimit: 1024))
+            #expect(spooledFiles().count == before.count + 1)
+            task.cancel()
+            #expect(spooledFiles() == before)
+        }
     }
 
     @Test func aRetryStreamsTheWholeBodyAgain() throws {

@@ -351,3 +351,16 @@ func drainEvents(_ events: APIServerSentEvent.Stream, clock: TestClock) async ->
     consumer.cancel()
     return result.withLock { $0 } ?? ([], CancellationError())
 }
+
+/// The tests that spool a form to the temporary directory, or count the spooled files there, take
+/// turns: a count must not see another suite's file, written or removed while it looks (the suites
+/// run in parallel).
+enum SpoolingTurns {
+    private static let lock = NSLock()
+
+    static func take<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+}

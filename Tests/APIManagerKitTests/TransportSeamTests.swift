@@ -199,61 +199,65 @@ struct TransportSeamTests {
 
     @Test(arguments: [true, false])
     func aFormTooLargeForMemoryArrivesAsAWriterOnlyWhenTheTransportTakesOne(accepts: Bool) throws {
-        let transport = ValueTransport(acceptsBodyWriters: accepts)
-        let blob = Data(repeating: 0x41, count: 4096)
-        manager(transport).send(
-            SeamRequest(
-                method: .post, parameters: ["file": .file(APIFile(data: blob, fileName: "a.bin"))],
-                multipartInMemoryLimit: 1024))
-        let sent = try #require(transport.records.first)
-        switch sent.request.body {
-        case .writer: #expect(accepts, "a writer only for a transport that takes one")
-        case .file: #expect(!accepts, "else the form is written to a temporary file")
-        default: Issue.record("a large form is a writer or a file, not \(sent.request.body)")
+        try SpoolingTurns.take {
+            let transport = ValueTransport(acceptsBodyWriters: accepts)
+            let blob = Data(repeating: 0x41, count: 4096)
+            manager(transport).send(
+                SeamRequest(
+                    method: .post, parameters: ["file": .file(APIFile(data: blob, fileName: "a.bin"))],
+                    multipartInMemoryLimit: 1024))
+            let sent = try #require(transport.records.first)
+            switch sent.request.body {
+            case .writer: #expect(accepts, "a writer only for a transport that takes one")
+            case .file: #expect(!accepts, "else the form is written to a temporary file")
+            default: Issue.record("a large form is a writer or a file, not \(sent.request.body)")
+            }
+            let body = try #require(sent.bodyBytes)
+            #expect(sent.request.bodyLength == Int64(body.count))
+            #expect(body.range(of: blob) != nil)
         }
-        let body = try #require(sent.bodyBytes)
-        #expect(sent.request.bodyLength == Int64(body.count))
-        #expect(body.range(of: blob) != nil)
     }
 
     /// The engine leaves a large form unwritten only while it builds for a transport that takes
     /// writers: the flag that says so belongs to that build, on its thread, and to nothing else.
     @Test func aFormIsLeftUnwrittenOnlyInsideTheEnginesBuildForAWriterTransport() throws {
-        let blob = Data(repeating: 0x42, count: 4096)
-        let form = SeamRequest(
-            method: .post, parameters: ["file": .file(APIFile(data: blob, fileName: "b.bin"))],
-            multipartInMemoryLimit: 1024)
-        let results = Locked<[Int: String]>([:])
-        DispatchQueue.concurrentPerform(iterations: 16) { index in
-            if index.isMultiple(of: 2) {
-                let transport = ValueTransport(acceptsBodyWriters: true)
-                manager(transport).send(form)
-                let kind = transport.records.first.map { record -> String in
-                    if case .writer = record.request.body { return "writer" }
-                    return "other"
-                }
-                results.withLock { $0[index] = kind ?? "none" }
-            } else {
-                // Built by hand on another thread meanwhile: written to a temporary file.
-                let kind: String
-                if let built = try? form.makeURLRequest(), let value = try? APIHTTPRequest(built) {
-                    if case .file = value.body { kind = "file" } else { kind = "other" }
+        try SpoolingTurns.take {
+            let blob = Data(repeating: 0x42, count: 4096)
+            let form = SeamRequest(
+                method: .post, parameters: ["file": .file(APIFile(data: blob, fileName: "b.bin"))],
+                multipartInMemoryLimit: 1024)
+            let results = Locked<[Int: String]>([:])
+            DispatchQueue.concurrentPerform(iterations: 16) { index in
+                if index.isMultiple(of: 2) {
+                    let transport = ValueTransport(acceptsBodyWriters: true)
+                    manager(transport).send(form)
+                    let kind = transport.records.first.map { record -> String in
+                        if case .writer = record.request.body { return "writer" }
+                        return "other"
+                    }
+                    results.withLock { $0[index] = kind ?? "none" }
                 } else {
-                    kind = "failed"
+                    // Built by hand on another thread meanwhile: written to a temporary file.
+                    let kind: String
+                    if let built = try? form.makeURLRequest(), let value = try? APIHTTPRequest(built) {
+                        if case .file = value.body { kind = "file" } else { kind = "other" }
+                    } else {
+                        kind = "failed"
+                    }
+                    results.withLock { $0[index] = kind }
                 }
-                results.withLock { $0[index] = kind }
             }
-        }
-        let kinds = results.withLock { $0 }
-        for index in 0..<16 {
-            #expect(kinds[index] == (index.isMultiple(of: 2) ? "writer" : "file"), "task \(index)")
-        }
-        // And on this thread, after an engine's build: written to a file again.
-        manager(ValueTransport(acceptsBodyWriters: true)).send(form)
-        let value = try APIHTTPRequest(form.makeURLRequest())
-        guard case .file = value.body else {
-            Issue.record("a form built by hand after the engine's build is a file, not \(value.body)")
-            return
+            let kinds = results.withLock { $0 }
+            for index in 0..<16 {
+                #expect(kinds[index] == (index.isMultiple(of: 2) ? "writer" : "file"), "task \(index)")
+            }
+            // And on this thread, after an engine's build: written to a file again.
+            manager(ValueTransport(acceptsBodyWriters: true)).send(form)
+            let value = try APIHTTPRequest(form.makeURLRequest())
+            guard case .file = value.body else {
+                Issue.record("a form built by hand after the engine's build is a file, not \(value.body)")
+                return
+            }
         }
     }
 

@@ -70,8 +70,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// What keeps ``record`` safe: the locked state of the engine that owns the task (kept here,
     /// strongly, so that a task read after its engine is gone still reads under it), or a state of the
-    /// task's own when it has no engine.
-    let recordKeeper: any RecordKeeper
+    /// task's own when it has no engine (tests of the machine alone).
+    let recordKeeper: LockedState<APIEngine.State>
     weak var engine: APIEngine?
     let deadline: TimeInterval?
 
@@ -248,7 +248,13 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         var extras: Extras?
     }
 
-    init(identifier: UInt64, settings: borrowing Settings, engine: APIEngine?) {
+    /// `recordKeeper`: the engine's locked state (see ``recordKeeper``); a state of the task's own
+    /// only for a task without an engine (tests of the machine alone).
+    init(
+        identifier: UInt64, settings: borrowing Settings, engine: APIEngine?,
+        recordKeeper: LockedState<APIEngine.State> = LockedState(
+            APIEngine.State(machine: SchedulingMachine(), delivery: .inline))
+    ) {
         self.identifier = identifier
         self.extras = settings.extras
         self.maxResponseBodySize = settings.maxResponseBodySize
@@ -264,7 +270,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.concurrencyGroup = settings.group
         self.deadline = settings.deadline
         self.engine = engine
-        self.recordKeeper = engine?.state ?? LockedState(())
+        self.recordKeeper = recordKeeper
     }
 
     /// A task record without an engine or a request, for tests of the scheduling machine alone.
@@ -287,12 +293,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// The current state.
     public var state: State {
-        recordKeeper.withRecords { SchedulingMachine.state(of: self) }
+        recordKeeper.withLockHeld { SchedulingMachine.state(of: self) }
     }
 
     /// Where the response that ended the task came from; `nil` until it finishes with one.
     public var responseSource: APIResponseCache.Source? {
-        recordKeeper.withRecords { SchedulingMachine.responseSource(of: self) }
+        recordKeeper.withLockHeld { SchedulingMachine.responseSource(of: self) }
     }
 
     /// The task's upload and download progress as it is reported, in the order of the delegate's
@@ -305,7 +311,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     /// How many attempts have started: 0 while waiting, 1 during the first attempt, and so on.
-    public var attemptCount: Int { recordKeeper.withRecords { SchedulingMachine.attemptCount(of: self) } }
+    public var attemptCount: Int { recordKeeper.withLockHeld { SchedulingMachine.attemptCount(of: self) } }
 
     /// Cancels the task. A task that has not ended fails with ``APIError/cancelled(reason:)``
     /// (reason `.explicit`) at once, its transport request and any retry timer are cancelled, and
@@ -386,7 +392,7 @@ public class APITask<Request: APIRequest>: AnyAPITask, @unchecked Sendable {
             settings: Self.settings(
                 of: request, policy: policy, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
                 addedHeaders: addedHeaders, restoring: record, durableSlot: durableSlot),
-            engine: engine)
+            engine: engine, recordKeeper: engine.state)
     }
 
     override func durableDescription() throws(APIError) -> (type: String, json: Data) {

@@ -135,7 +135,9 @@ private final class DurableTemplate<Manager: APIManager>: AnyAPITask, @unchecked
     init(manager: Manager, outcomes: ReplayOutcomes<Manager>) {
         self.manager = manager
         self.outcomes = outcomes
-        super.init(identifier: 0, settings: Settings(policy: .durable), engine: manager.engine)
+        super.init(
+            identifier: 0, settings: Settings(policy: .durable), engine: manager.engine,
+            recordKeeper: manager.engine.state)
     }
 
     override func restoredRecordsLost(_ count: Int) { outcomes.lost(count) }

@@ -22,17 +22,12 @@ final class LockedState<Value>: @unchecked Sendable {
     #endif
 }
 
-/// What keeps a task's scheduling record safe: the locked state of the engine that owns the task,
-/// whose machine writes the record while it holds that state (the record sits in the task only so
-/// the machine reaches it without a lookup). A task reads its record only inside ``withRecords(_:)``.
-protocol RecordKeeper: AnyObject, Sendable {
-    /// Runs `body` while no machine can write a record this keeper keeps.
-    func withRecords<Result>(_ body: () -> Result) -> Result
-}
-
-extension LockedState: RecordKeeper {
+extension LockedState {
+    /// Runs `body` inside the lock without touching the value: for state kept outside it under its
+    /// rule (a task's scheduling record, which its engine's machine writes inside the engine's
+    /// locked state).
     @inline(__always)
-    func withRecords<Result>(_ body: () -> Result) -> Result {
+    func withLockHeld<Result>(_ body: () -> Result) -> Result {
         withLock { _ in body() }
     }
 }
