@@ -205,15 +205,9 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         throw .durableStore(reason: "the task has no request to write")
     }
 
-    /// The task a durable record describes, restored by this task's manager; only a manager's task
-    /// can make one.
-    func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
-        .failure(.durableStore(reason: "the record cannot be restored without a manager"))
-    }
-
-    /// `count` records this task's replay counted could not be made into tasks after all (changed
-    /// on disk since, or their manager is gone): a replay's outcomes stop waiting for them.
-    func restoredRecordsLost(_ count: Int) {}
+    /// How the records of this task's durable line are made into tasks again when its send opens the
+    /// line: by its manager; only a manager's task has one.
+    var durableRestorer: DurableRestorer { .withoutManager }
 
     /// Whether an observer (the async API, a replay's outcomes) was given the task before it was sent.
     var isObserved: Bool { false }

@@ -24,9 +24,9 @@ extension APIEngine {
     }
 
     /// Sends again what `scope`'s durable line held, if this engine's store had not opened it yet
-    /// (`nil` when it had); `template` is a task of the manager that decodes the records.
+    /// (`nil` when it had); `restorer` makes the records into the manager's tasks.
     func replayDurableLine(
-        _ scope: String?, restoringWith template: AnyAPITask
+        _ scope: String?, restoringWith restorer: DurableRestorer
     ) throws(APIError) -> APIEngine.DurableStore.Opened? {
         guard let durableStore else {
             throw .durableStore(
@@ -35,13 +35,14 @@ extension APIEngine {
         }
         let line = DurableLineEvents(engine: self, scope: scope, sentIsObserved: false)
         defer { line.perform() }
-        return try durableStore.replay(scope, restoringWith: template, line: line)
+        return try durableStore.replay(scope, restoringWith: restorer, line: line)
     }
 
     /// Resolves the refusal that stopped `scope`'s durable line (see
     /// ``APIManager/resolveRefusedDurableTask(inScope:by:)``); `restore` makes the retried task.
     func resolveRefusal(
-        in scope: String?, by resolution: APIEngine.DurableStore.ResolutionStep, restoringWith template: AnyAPITask,
+        in scope: String?, by resolution: APIEngine.DurableStore.ResolutionStep,
+        restoringWith restorer: DurableRestorer,
         restore: (DurableRecord) -> Result<AnyAPITask, APIError>
     ) throws(APIError) -> AnyAPITask? {
         guard let durableStore else {
@@ -50,7 +51,7 @@ extension APIEngine {
         }
         let line = DurableLineEvents(engine: self, scope: scope, sentIsObserved: false)
         defer { line.perform() }
-        return try durableStore.resolve(scope, by: resolution, restoringWith: template, restore: restore, line: line)
+        return try durableStore.resolve(scope, by: resolution, restoringWith: restorer, restore: restore, line: line)
     }
 
     /// A task of `scope`'s replay window ended: `store` (this engine's) lets the line's next records in.
@@ -83,7 +84,7 @@ extension APIEngine {
             self.sentIsObserved = sentIsObserved
         }
 
-        /// A task joins the line: a restored one is observed when its replay's template gave it an
+        /// A task joins the line: a restored one is observed when its replay's restorer gave it an
         /// observer (the replay's outcomes). The engine's observers are told it was sent before it
         /// joins (the task the call sends was told before the store's lock was taken; a restored
         /// one is told here, on the thread that replays or refills, with the store's lock held).

@@ -195,7 +195,8 @@ extension APIEngine {
             return scopes.withLock { scopes in
                 let folder: DurableScopeFolder
                 do throws(APIError) {
-                    (folder, _) = try open(task.concurrencyScope, in: &scopes, restoringWith: task, line: line)
+                    (folder, _) = try open(
+                        task.concurrencyScope, in: &scopes, restoringWith: task.durableRestorer, line: line)
                     let (type, json) = try description.get()
                     let sequence = try folder.append(
                         idempotencyKey: task.idempotencyKey, requestType: type, request: json)
@@ -209,14 +210,14 @@ extension APIEngine {
             }
         }
 
-        /// Opens `scope` for a replay without a new task: `template` knows the manager's types.
+        /// Opens `scope` for a replay without a new task: `restorer` makes its records into tasks.
         /// Returns nothing when this store had opened the scope already.
         func replay(
-            _ scope: String?, restoringWith template: AnyAPITask, line: APIEngine.DurableLineEvents
+            _ scope: String?, restoringWith restorer: DurableRestorer, line: APIEngine.DurableLineEvents
         ) throws(APIError) -> Opened? {
             try scopes.withLock { scopes -> Result<Opened?, APIError> in
                 do throws(APIError) {
-                    return .success(try open(scope, in: &scopes, restoringWith: template, line: line).opened)
+                    return .success(try open(scope, in: &scopes, restoringWith: restorer, line: line).opened)
                 } catch {
                     return .failure(error)
                 }
@@ -227,12 +228,12 @@ extension APIEngine {
         /// the task `restore` makes of it (``Resolution/retry``), or removes it (``Resolution/drop``);
         /// `line` is sent the retried task, then resumed, under the store's lock.
         func resolve(
-            _ scope: String?, by resolution: ResolutionStep, restoringWith template: AnyAPITask,
+            _ scope: String?, by resolution: ResolutionStep, restoringWith restorer: DurableRestorer,
             restore: (DurableRecord) -> Result<AnyAPITask, APIError>, line: APIEngine.DurableLineEvents
         ) throws(APIError) -> AnyAPITask? {
             try scopes.withLock { scopes -> Result<AnyAPITask?, APIError> in
                 do throws(APIError) {
-                    let (folder, _) = try open(scope, in: &scopes, restoringWith: template, line: line)
+                    let (folder, _) = try open(scope, in: &scopes, restoringWith: restorer, line: line)
                     guard let refused = folder.refusedSequences().first else {
                         return .failure(
                             .durableStore(
@@ -280,10 +281,10 @@ extension APIEngine {
         }
 
         /// The folder of `scope`, opened if this store had not yet: its records are checked, the
-        /// first ``replayWindow`` made into tasks by `template` (its manager decodes them) and sent to
+        /// first ``replayWindow`` made into tasks by `restorer` (its manager decodes them) and sent to
         /// `line`, the others left on disk for ``refill(_:line:)``.
         private func open(
-            _ scope: String?, in scopes: inout [ScopeKey: DurableScopeFolder], restoringWith template: AnyAPITask,
+            _ scope: String?, in scopes: inout [ScopeKey: DurableScopeFolder], restoringWith restorer: DurableRestorer,
             line: APIEngine.DurableLineEvents
         ) throws(APIError) -> (folder: DurableScopeFolder, opened: Opened?) {
             if let folder = scopes[ScopeKey(scope: scope)] { return (folder, nil) }
@@ -305,7 +306,7 @@ extension APIEngine {
                 }
                 // Every record is decoded now, so that what cannot be replayed is known at once; only
                 // the window's tasks are kept.
-                switch template.restoredTask(from: record) {
+                switch restorer.restore(record) {
                 case .success(let task):
                     opened.count += 1
                     if backlog.isEmpty, window.count < replayWindow {
@@ -328,7 +329,7 @@ extension APIEngine {
             if opened.stoppedBy != nil { line.stop() }
             if !backlog.isEmpty {
                 folder.backlog = DurableScopeFolder.Backlog(
-                    sequences: backlog, template: template, inWindow: window.count)
+                    sequences: backlog, restorer: restorer, inWindow: window.count)
                 line.holdBehindBacklog()
             }
             for task in window { line.send(task) }
@@ -351,10 +352,10 @@ extension APIEngine {
                     case .success(let read): record = read
                     case .failure:
                         _ = folder.setAside(sequence)
-                        backlog.template.restoredRecordsLost(1)
+                        backlog.restorer.lost(1)
                         continue
                     }
-                    switch backlog.template.restoredTask(from: record) {
+                    switch backlog.restorer.restore(record) {
                     case .success(let task):
                         task.durableSlot?.fill(
                             DurableSlot.Entry(store: self, scope: scope, sequence: sequence, inWindow: true))
@@ -363,15 +364,15 @@ extension APIEngine {
                     case .failure(.cancelled(reason: .managerReleased)):
                         // No manager to send them: the records stay, for the next launch, and the
                         // line lets this run's other tasks go (another manager's, on this engine).
-                        backlog.template.restoredRecordsLost(backlog.remaining + 1)
+                        backlog.restorer.lost(backlog.remaining + 1)
                         backlog.abandon()
                     case .failure where stopsTheLine:
                         folder.keepRefused(sequence)
-                        backlog.template.restoredRecordsLost(1)
+                        backlog.restorer.lost(1)
                         line.stop()
                     case .failure:
                         _ = folder.setAside(sequence)
-                        backlog.template.restoredRecordsLost(1)
+                        backlog.restorer.lost(1)
                     }
                 }
                 if backlog.isDrained { line.backlogDrained() }

@@ -16,18 +16,20 @@ extension APIManager {
     ///   or the scope's folder cannot be opened (another process has it open).
     @discardableResult
     public func replayDurableTasks(inScope scope: String?) throws(APIError) -> APIEngine.DurableStore.Replay<Self> {
-        let (outcomes, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
-        let template = DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
+        let (stream, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
+        let outcomes = ReplayOutcomes<Self>(continuation)
         let opened: APIEngine.DurableStore.Opened
         do {
-            opened = try engine.replayDurableLine(scope, restoringWith: template) ?? APIEngine.DurableStore.Opened()
+            opened =
+                try engine.replayDurableLine(scope, restoringWith: outcomes.restorer(for: self))
+                ?? APIEngine.DurableStore.Opened()
         } catch {
             continuation.finish()
             throw error
         }
-        template.outcomes.expect(opened.count)
+        outcomes.expect(opened.count)
         return APIEngine.DurableStore.Replay(
-            count: opened.count, setAside: opened.setAside, stoppedBy: opened.stoppedBy, outcomes: outcomes)
+            count: opened.count, setAside: opened.setAside, stoppedBy: opened.stoppedBy, outcomes: stream)
     }
 
     /// Resolves the final refusal that stopped the durable line of `scope`
@@ -43,9 +45,8 @@ extension APIManager {
     public func resolveRefusedDurableTask(
         inScope scope: String?, by resolution: APIEngine.DurableStore.Resolution
     ) throws(APIError) -> APITask<Request>? {
-        let template = resolutionTemplate()
         let step: APIEngine.DurableStore.ResolutionStep = resolution == .retry ? .retry : .drop
-        let retried = try engine.resolveRefusal(in: scope, by: step, restoringWith: template) { record in
+        let retried = try engine.resolveRefusal(in: scope, by: step, restoringWith: .restoring(for: self)) { record in
             ManagedTask<Self>.restore(record, for: self, retryingRefusal: true)
         }
         return retried as? APITask<Request>
@@ -69,21 +70,12 @@ extension APIManager {
         }
         let task = ManagedTask(manager: self, request: request, policy: .durable, retryingRefusal: true)
         let description = Result { () throws(APIError) in try task.durableDescription() }
-        let template = resolutionTemplate()
         _ = try engine.resolveRefusal(
-            in: scope, by: .replace(task, description: description), restoringWith: template
+            in: scope, by: .replace(task, description: description), restoringWith: .restoring(for: self)
         ) { record in
             ManagedTask<Self>.restore(record, for: self, retryingRefusal: true)
         }
         return task
-    }
-
-    /// The template a resolution decodes records with (when it opens the scope first); its replay's
-    /// outcomes go nowhere.
-    private func resolutionTemplate() -> AnyAPITask {
-        let (_, continuation) = AsyncStream.makeStream(of: APIEngine.DurableStore.Replay<Self>.Outcome.self)
-        continuation.finish()
-        return DurableTemplate(manager: self, outcomes: ReplayOutcomes(continuation))
     }
 }
 
@@ -107,6 +99,23 @@ private final class ReplayOutcomes<Manager: APIManager>: Sendable {
         if done { continuation.finish() }
     }
 
+    /// Restores tasks of `manager` (held weakly), each observed: its end goes to these outcomes.
+    func restorer(for manager: Manager) -> DurableRestorer {
+        DurableRestorer(
+            restore: { [weak manager] record in
+                guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
+                return ManagedTask<Manager>.restore(record, for: manager).map { task in
+                    guard let task = task as? ManagedTask<Manager> else { return task }
+                    task.observe { [weak task] observation in
+                        guard case .ended(let result, _, _) = observation, let task else { return }
+                        self.ended(task, with: result)
+                    }
+                    return task
+                }
+            },
+            lost: { count in self.lost(count) })
+    }
+
     func expect(_ count: Int) {
         let done = pending.withLock { pending -> Bool in
             pending.expected = count
@@ -115,44 +124,12 @@ private final class ReplayOutcomes<Manager: APIManager>: Sendable {
         if done { continuation.finish() }
     }
 
-    /// `count` of the expected tasks will never be made (see ``AnyAPITask/restoredRecordsLost(_:)``).
+    /// `count` of the expected tasks will never be made (see ``DurableRestorer/lost``).
     func lost(_ count: Int) {
         let done = pending.withLock { pending -> Bool in
             pending.lost += count
             return pending.expected.map { pending.ended + pending.lost >= $0 } ?? false
         }
         if done { continuation.finish() }
-    }
-}
-
-/// A task that is never sent, standing for its manager when a replay needs the manager's types to
-/// decode records.
-private final class DurableTemplate<Manager: APIManager>: AnyAPITask, @unchecked Sendable {
-    // @unchecked: adds a weak reference, which is thread-safe, and an immutable Sendable one.
-    weak var manager: Manager?
-    let outcomes: ReplayOutcomes<Manager>
-
-    init(manager: Manager, outcomes: ReplayOutcomes<Manager>) {
-        self.manager = manager
-        self.outcomes = outcomes
-        super.init(
-            identifier: 0, settings: Settings(policy: .durable), engine: manager.engine,
-            recordKeeper: manager.engine.state)
-    }
-
-    override func restoredRecordsLost(_ count: Int) { outcomes.lost(count) }
-
-    /// The restored task, observed: its end goes to the replay's outcomes.
-    override func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
-        guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
-        return ManagedTask<Manager>.restore(record, for: manager).map { task in
-            guard let task = task as? ManagedTask<Manager> else { return task }
-            let outcomes = self.outcomes
-            task.observe { [weak task] observation in
-                guard case .ended(let result, _, _) = observation, let task else { return }
-                outcomes.ended(task, with: result)
-            }
-            return task
-        }
     }
 }

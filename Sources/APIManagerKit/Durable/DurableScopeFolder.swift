@@ -263,13 +263,13 @@ extension DurableScopeFolder {
         private let sequences: [UInt64]
         private var position = 0
         /// Makes the records' tasks (its manager decodes them).
-        let template: AnyAPITask
+        let restorer: DurableRestorer
         /// The window's tasks that have not ended.
         var inWindow: Int
 
-        init(sequences: [UInt64], template: AnyAPITask, inWindow: Int) {
+        init(sequences: [UInt64], restorer: DurableRestorer, inWindow: Int) {
             self.sequences = sequences
-            self.template = template
+            self.restorer = restorer
             self.inWindow = inWindow
         }
 

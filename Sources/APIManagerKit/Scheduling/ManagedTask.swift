@@ -31,9 +31,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             addedHeaders: addedHeaders, policy: policy, restoring: record, retryingRefusal: retryingRefusal)
     }
 
-    override func restoredTask(from record: DurableRecord) -> Result<AnyAPITask, APIError> {
-        guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
-        return Self.restore(record, for: manager)
+    override var durableRestorer: DurableRestorer {
+        guard let manager else { return .withoutManager }
+        return .restoring(for: manager)
     }
 
     /// The task `record` describes, its request decoded as the manager's.
