@@ -92,6 +92,8 @@ extension APIEngine {
                 _ = clock.schedule(after: delay) { [weak self] in self?.transition { $0.probeFired() } }
             case .restFlight(let task):
                 if let key = attempt?.flightKey { _ = sharedFlights.retrying(key, task: task.identifier) }
+            case .settleDurable(let task, let settlement):
+                task.durableSlot?.decide(settlement, engine: self)
             case .grantSlot, .report, .start, .send, .replay, .cancel, .tell:
                 break  // slots and reports are handled last, below; the others are not timers
             }

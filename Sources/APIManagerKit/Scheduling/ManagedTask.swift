@@ -104,14 +104,13 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     }
 
     override func deliver(_ event: Event) {
-        // A durable task's record goes once the app has been told (its delegate's method returned):
-        // a kill before leaves it for the next launch, whose replay sends it again with its key and
-        // tells the app the server's answer.
+        // A durable task's record is settled once the app has been told (its delegate's method
+        // returned): a kill before leaves it for the next launch, whose replay sends it again with
+        // its key and tells the app the server's answer.
         defer {
             if let durableSlot {
                 switch event {
-                case .finished: durableSlot.taskEnded(with: nil, engine: engine)
-                case .failed(let error): durableSlot.taskEnded(with: error, engine: engine)
+                case .finished, .failed: durableSlot.told(engine: engine, onTheDeliveryQueue: true)
                 case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
                 }
             }
@@ -153,7 +152,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
 
     override func observerFailed(_ error: APIError) {
         observer?(.ended(.failure(error), nil, nil))
-        durableSlot?.taskEnded(with: error, engine: engine)
+        durableSlot?.told(engine: engine, onTheDeliveryQueue: false)
     }
 
     /// Where a response this task built goes, with its type.
@@ -166,7 +165,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .observerCachedCopy: observer?(.cached(response))
         case .observerEnded(let source):
             observer?(.ended(.success(response), source, raw))
-            durableSlot?.taskEnded(with: nil, engine: engine)
+            durableSlot?.told(engine: engine, onTheDeliveryQueue: false)
         }
     }
 }

@@ -38,6 +38,9 @@ extension SchedulingMachine {
         /// Rest the shared flight the task's attempt was on while the task waits to retry it (see
         /// ``SharedFlights/retrying(_:task:)``): performed before the retry's timer is scheduled.
         case restFlight(AnyAPITask)
+        /// What becomes of the ended durable task's record (``DurableSlot/decide(_:engine:)``):
+        /// carried out once the app has been told the end as well.
+        case settleDurable(AnyAPITask, DurableSlot.Settlement)
 
         static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
@@ -62,6 +65,8 @@ extension SchedulingMachine {
                 return a == b && d == e
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
+            case (.settleDurable(let a, let x), .settleDurable(let b, let y)):
+                return a === b && x == y
             default:
                 return false
             }
@@ -88,6 +93,7 @@ extension SchedulingMachine {
             case .grantSlot(let task): return "grantSlot(\(task.identifier))"
             case .report(let report): return "report(\(report))"
             case .restFlight(let task): return "restFlight(\(task.identifier))"
+            case .settleDurable(let task, let settlement): return "settleDurable(\(task.identifier), \(settlement))"
             }
         }
     }
@@ -131,7 +137,7 @@ extension SchedulingMachine {
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
             case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .scheduleThrottleTurn,
-                .scheduleProbe, .grantSlot, .report, .restFlight:
+                .scheduleProbe, .grantSlot, .report, .restFlight, .settleDurable:
                 timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
             }
@@ -140,6 +146,13 @@ extension SchedulingMachine {
         /// The tasks whose group handed them a slot.
         var grants: [AnyAPITask] {
             timersAndGrants.compactMap { if case .grantSlot(let task) = $0 { task } else { nil } }
+        }
+
+        /// The ended durable tasks' records and what becomes of each.
+        var settlements: [(task: AnyAPITask, settlement: DurableSlot.Settlement)] {
+            timersAndGrants.compactMap {
+                if case .settleDurable(let task, let settlement) = $0 { (task, settlement) } else { nil }
+            }
         }
 
         /// What the event monitor is to be told, in the order decided.

@@ -42,6 +42,20 @@ extension SchedulingMachine {
     /// Whether the scope's replay still has restored records on disk.
     func lineHasBacklog(_ scope: String?) -> Bool { !durableBacklogs.isEmpty && durableBacklogs.contains(scope) }
 
+    /// What becomes of a durable task's record when it ends (`nil`: the task is not durable): the
+    /// one place a refusal is judged final. Kept for the next launch when its manager or engine went
+    /// away; kept as refused when a final refusal stops its line (its store's rule for its scope);
+    /// removed otherwise.
+    static func durableSettlement(
+        of task: AnyAPITask, outcome: Result<AnyAPITask.BuiltResponse, APIError>
+    ) -> DurableSlot.Settlement? {
+        guard let slot = task.durableSlot else { return nil }
+        guard case .failure(let error) = outcome else { return .remove }
+        if case .cancelled(reason: .managerReleased) = error { return .keepForRelaunch }
+        if slot.stopsTheLineWhenRefused, APIEngine.DurableStore.isFinalRefusal(error) { return .keepRefused }
+        return .remove
+    }
+
     /// Where a durable task joins its line: a task retrying a refusal at the front (it was first), a
     /// restored one behind the restored ones (they are older than this run's), else by priority.
     static func durablePlace(of task: AnyAPITask) -> ScopeState.Place {

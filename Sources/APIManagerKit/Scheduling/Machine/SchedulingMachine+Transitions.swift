@@ -120,11 +120,6 @@ extension SchedulingMachine {
         source: APIResponseCache.Source? = nil, into actions: inout Actions, pump shouldPump: Bool = true,
         notify: Bool = true, attemptIsOver: Bool = false
     ) {
-        if task.durableSlot?.stopsTheLineWhenRefused == true, case .failure(let error) = outcome,
-            APIEngine.DurableStore.isFinalRefusal(error)
-        {
-            stoppedScopes.insert(task.concurrencyScope)
-        }
         var ending = SchedulingRecord.Ending()
         switch task.record.takeLifecycle() {
         case .ended(let ended):
@@ -164,6 +159,11 @@ extension SchedulingMachine {
         case .failure(let error): ending.failure = error
         }
         task.record.lifecycle = .ended(ending)
+        if let settlement = Self.durableSettlement(of: task, outcome: outcome) {
+            // A final refusal stops the line now: no task behind it starts, whatever the store does.
+            if settlement == .keepRefused { stoppedScopes.insert(task.concurrencyScope) }
+            actions.append(.settleDurable(task, settlement))
+        }
         if notify {
             switch outcome {
             case .success(let response): emit(.finished(response), for: task, into: &actions)
