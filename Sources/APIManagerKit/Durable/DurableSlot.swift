@@ -122,15 +122,16 @@ final class DurableSlot: Sendable {
             entry.store.keepRefused(entry.sequence, scope: entry.scope)
             if entry.inWindow { engine?.refillDurableLine(entry.scope, from: entry.store) }
         case .remove:
-            let remove: @Sendable () -> Void = { [weak engine] in
-                entry.store.remove(entry.sequence, scope: entry.scope)
-                if entry.inWindow { engine?.refillDurableLine(entry.scope, from: entry.store) }
-            }
             if offTheDeliveryQueue, let queue = engine?.execution.queue(forTask: entry.sequence) {
-                queue.async(execute: remove)
+                queue.async { [weak engine] in remove(entry, engine: engine) }
             } else {
-                remove()
+                remove(entry, engine: engine)
             }
         }
+    }
+
+    private static func remove(_ entry: Entry, engine: APIEngine?) {
+        entry.store.remove(entry.sequence, scope: entry.scope)
+        if entry.inWindow { engine?.refillDurableLine(entry.scope, from: entry.store) }
     }
 }
