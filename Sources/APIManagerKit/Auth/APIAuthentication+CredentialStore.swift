@@ -29,28 +29,26 @@ extension APIAuthentication.CredentialStore {
 
 extension APIAuthentication {
     /// Keeps persisted auth headers in memory, for the life of the store.
-    public final class InMemoryCredentialStore: APIAuthentication.CredentialStore, @unchecked Sendable {
-        // @unchecked: `table` is read and written only while holding `lock`.
-        private let lock = Lock()
-        private var table: [String: [String: String]] = [:]
+    public final class InMemoryCredentialStore: APIAuthentication.CredentialStore, Sendable {
+        private let table = LockedState<[String: [String: String]]>([:])
 
         /// An empty store.
         public init() {}
 
         public func headers(forOrigin origin: String) -> [String: String] {
-            lock.withLock { table[origin] ?? [:] }
+            table.withLock { $0[origin] ?? [:] }
         }
 
         public func save(_ headers: [String: String], forOrigin origin: String) {
-            lock.withLock { table[origin, default: [:]].merge(headers, uniquingKeysWith: { $1 }) }
+            table.withLock { $0[origin, default: [:]].merge(headers, uniquingKeysWith: { $1 }) }
         }
 
         public func removeHeaders(forOrigin origin: String) {
-            lock.withLock { table[origin] = nil }
+            table.withLock { $0[origin] = nil }
         }
 
         public func replaceHeaders(_ headers: [String: String], forOrigin origin: String) {
-            lock.withLock { table[origin] = headers }
+            table.withLock { $0[origin] = headers }
         }
     }
 }
@@ -64,13 +62,16 @@ extension APIAuthentication {
     /// temporary file beside it (`.tmp-NAME-UUID`), renamed over it; the temporary files a process killed
     /// mid-write left (credentials in them) are removed when a store opens the file, and no other file of
     /// the directory.
-    public final class FileCredentialStore: APIAuthentication.CredentialStore, @unchecked Sendable {
-        // @unchecked: `table` and `writeError` are read and written only while holding `lock`.
+    public final class FileCredentialStore: APIAuthentication.CredentialStore, Sendable {
         /// The file the headers are kept in.
         public let fileURL: URL
-        private let lock = Lock()
-        private var table: [String: [String: String]]
-        private var writeError: (any Error)?
+
+        private struct State {
+            var table: [String: [String: String]]
+            var writeError: (any Error)?
+        }
+
+        private let state: LockedState<State>
 
         /// - Parameter fileURL: the file; its directory is created (mode `0700`) if missing.
         public init(fileURL: URL) {
@@ -79,53 +80,53 @@ extension APIAuthentication {
             let stored = (try? Data(contentsOf: fileURL)).flatMap {
                 try? JSONDecoder().decode([String: [String: String]].self, from: $0)
             }
-            self.table = stored ?? [:]
+            self.state = LockedState(State(table: stored ?? [:]))
         }
 
         /// Why the last write to ``fileURL`` failed, or `nil` when it succeeded.
-        public var lastWriteError: (any Error)? { lock.withLock { writeError } }
+        public var lastWriteError: (any Error)? { state.withLock { $0.writeError } }
 
         public func headers(forOrigin origin: String) -> [String: String] {
-            lock.withLock { table[origin] ?? [:] }
+            state.withLock { $0.table[origin] ?? [:] }
         }
 
         public func save(_ headers: [String: String], forOrigin origin: String) {
-            lock.withLock {
-                let merged = (table[origin] ?? [:]).merging(headers, uniquingKeysWith: { $1 })
-                guard merged != table[origin] else { return }
-                table[origin] = merged
-                persist()
+            state.withLock { state in
+                let merged = (state.table[origin] ?? [:]).merging(headers, uniquingKeysWith: { $1 })
+                guard merged != state.table[origin] else { return }
+                state.table[origin] = merged
+                persist(&state)
             }
         }
 
         public func removeHeaders(forOrigin origin: String) {
-            lock.withLock {
-                guard table.removeValue(forKey: origin) != nil else { return }
-                persist()
+            state.withLock { state in
+                guard state.table.removeValue(forKey: origin) != nil else { return }
+                persist(&state)
             }
         }
 
         /// Replaces the origin's headers and rewrites the file once, atomically.
         public func replaceHeaders(_ headers: [String: String], forOrigin origin: String) {
-            lock.withLock {
-                guard table[origin] != headers else { return }
-                table[origin] = headers
-                persist()
+            state.withLock { state in
+                guard state.table[origin] != headers else { return }
+                state.table[origin] = headers
+                persist(&state)
             }
         }
 
-        /// Writes the table; called with the lock held, so writes never interleave.
-        private func persist() {
+        /// Writes the table; called inside the state's lock, so writes never interleave.
+        private func persist(_ state: inout State) {
             do {
                 let directory = fileURL.deletingLastPathComponent()
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
-                try OwnerOnlyFile.write(try encoder.encode(table), to: fileURL)
-                writeError = nil
+                try OwnerOnlyFile.write(try encoder.encode(state.table), to: fileURL)
+                state.writeError = nil
             } catch {
-                writeError = error
+                state.writeError = error
             }
         }
     }
