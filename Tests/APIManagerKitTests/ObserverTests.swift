@@ -445,3 +445,43 @@ struct LogObserverTests {
         #expect(!lines.contains { $0.1.contains("body") })
     }
 }
+
+/// A request whose JSON body holds a value only the engine's secret names call secret.
+private struct VerifyRequest: APIRequest {
+    var url = testBaseURL
+    var path = "/verify"
+    var method: HTTPMethod = .post
+    var parameters: APIParameters { .json(["otp": "462913", "name": "ada"]) }
+}
+
+private final class VerifyManager: APIManager {
+    typealias Request = VerifyRequest
+    typealias Response = Echo
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+@Suite("Log observer: the engine's own secret names")
+struct LogObserverSecretNamesTests {
+    @Test func aRequestBodyShownAtDebugHidesTheEnginesSecretNames() {
+        let lines = Locked<[String]>([])
+        let transport = MockTransport()
+        transport.stub(nil, "/verify", .json(#"{"value":"ok"}"#))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.observers = [
+            APIEngine.LogObserver(minimumLevel: .debug, bodyBytes: 200) { _, line in lines.withLock { $0.append(line) }
+            }
+        ]
+        let manager = VerifyManager(engine: APIEngine(configuration: configuration))
+        manager.engine.secretNames = ["otp"]
+        let task = manager.send(VerifyRequest())
+        #expect(task.state.name == "finished")
+        let text = lines.withLock { $0.joined(separator: "\n") }
+        #expect(text.contains("request body of task 1"), "\(text)")
+        #expect(text.contains("ada"), "the body is shown")
+        #expect(!text.contains("462913"), "\(text)")
+    }
+}

@@ -105,7 +105,7 @@ extension APIEngine {
                             "  request body of \(about): "
                                 + dump(
                                     body, contentType: request.value(forHTTPHeaderField: "Content-Type"),
-                                    secretNames: [], limit: bodyBytes)
+                                    secretNames: observation.secretNames, limit: bodyBytes)
                         ))
                 }
                 return lines

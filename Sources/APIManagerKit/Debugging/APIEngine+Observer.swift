@@ -70,6 +70,19 @@ extension APIEngine {
         public let time: TimeInterval
         /// What happened.
         public let kind: Kind
+        /// Names treated as secrets for the attempt's request beyond the standard rule of
+        /// ``APISecrets`` (a custom authorization header, persisted headers, the engine's
+        /// ``APIEngine/secretNames``): what to redact with when showing the request of
+        /// ``Kind/attemptSent(attempt:request:sharedWith:)`` (``AttemptReport/sensitiveHeaders`` is the
+        /// same for ``Kind/attemptEnded(_:)``). Empty for the other kinds.
+        public let secretNames: Set<String>
+
+        init(task: AnyAPITask, time: TimeInterval, kind: Kind, secretNames: Set<String> = []) {
+            self.task = task
+            self.time = time
+            self.kind = kind
+            self.secretNames = secretNames
+        }
 
         /// What happened to the task.
         public enum Kind: Sendable {
@@ -205,8 +218,10 @@ extension APIEngine.Observer {
 
 extension APIEngine {
     /// Tells every observer (there is at least one).
-    func tellObservers(_ kind: Observation.Kind, of task: AnyAPITask, at time: TimeInterval? = nil) {
-        let observation = Observation(task: task, time: time ?? clock.now, kind: kind)
+    func tellObservers(
+        _ kind: Observation.Kind, of task: AnyAPITask, at time: TimeInterval? = nil, secretNames: Set<String> = []
+    ) {
+        let observation = Observation(task: task, time: time ?? clock.now, kind: kind, secretNames: secretNames)
         for observer in observers { observer.observe(observation) }
     }
 

@@ -270,7 +270,7 @@ extension APIEngine {
             if case .joined(let leader) = kind { sharedWith = leader } else { sharedWith = nil }
             tellObservers(
                 .attemptSent(attempt: attempt.number, request: attempt.request, sharedWith: sharedWith),
-                of: attempt.task, at: attempt.sent?.at)
+                of: attempt.task, at: attempt.sent?.at, secretNames: attempt.sensitiveHeaders)
         }
         attempt.monitor?(
             APIEvent(

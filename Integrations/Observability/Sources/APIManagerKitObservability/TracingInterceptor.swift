@@ -102,6 +102,12 @@ public final class TracingInterceptor: APIEngine.Observer, APIRequestAdapter, @u
             guard let span else { return }
             span.attributes[HTTPClientAttributes.sharedWith] = Int(truncatingIfNeeded: sharedWith)
             if let joined { span.addLink(SpanLink(context: joined.context, attributes: [:])) }
+        case .attemptSent(let attempt, let request, nil):
+            // Redacted by the library's rule and the names this request treats as secrets (the
+            // engine's `secretNames`, a custom credential header's).
+            let span = lock.withLock { tasks[key]?.requests[attempt] }
+            span?.attributes[HTTPClientAttributes.urlFull] =
+                request.url.map { APISecrets.redacted($0, additionalNames: observation.secretNames) } ?? ""
         case .attemptEnded(let report):
             guard let span = lock.withLock({ tasks[key]?.requests.removeValue(forKey: report.attempt) })
             else { return }
@@ -141,7 +147,7 @@ public final class TracingInterceptor: APIEngine.Observer, APIRequestAdapter, @u
         case .waitingForNetwork:
             let span = lock.withLock { tasks[key]?.span }
             span?.addEvent(SpanEvent(name: "waiting for the network"))
-        case .attemptSent, .waiting, .started, .responseBuilt, .cachedCopy:
+        case .waiting, .started, .responseBuilt, .cachedCopy:
             break
         }
     }
@@ -159,7 +165,7 @@ public final class TracingInterceptor: APIEngine.Observer, APIRequestAdapter, @u
         let span = tracer.startSpan(method.spanName, context: parent.context, ofKind: .client)
         span.attributes[HTTPClientAttributes.method] = method.attribute
         if let original = method.original { span.attributes[HTTPClientAttributes.methodOriginal] = original }
-        span.attributes[HTTPClientAttributes.urlFull] = request.url.map { APISecrets.redacted($0) } ?? ""
+        // `url.full` is set when the attempt is told sent, with the engine's own secret names too.
         let server = HTTPClientAttributes.server(of: request)
         span.attributes[HTTPClientAttributes.serverAddress] = server.address
         if let port = server.port { span.attributes[HTTPClientAttributes.serverPort] = port }

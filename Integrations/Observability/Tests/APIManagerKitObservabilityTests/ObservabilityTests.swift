@@ -473,6 +473,20 @@ struct TracingCorrectionTests {
             span.attributes["url.full"]?.toSpanAttribute()
                 == .string("https://shop.example.com:8443/items?\(key)=***&page=2"))
     }
+
+    /// The engine's own secret names (`APIEngine.secretNames`) are redacted in `url.full` too, not
+    /// only the library's rule.
+    @Test func theEnginesSecretNamesAreRedactedInTheURL() throws {
+        let o = Observed()
+        o.items.engine.secretNames = ["otp"]
+        o.transport.stub(nil, "/items", .status(200))
+        _ = o.items.send(Item(route: "/items", query: "otp=462913&page=2"))
+        let span = try #require(o.tracer.finishedSpans.first { $0.kind == .client })
+        #expect(
+            span.attributes["url.full"]?.toSpanAttribute()
+                == .string("https://shop.example.com:8443/items?otp=***&page=2"))
+        #expect(!o.everythingWritten.contains("462913"), "\(o.everythingWritten)")
+    }
 }
 
 @Suite("Metrics")
