@@ -76,8 +76,10 @@ extension APIEngine {
         }
 
         /// Writes the notice at `.warning`.
+        /// A circuit closed again at `info`; the other notices at `warning`.
         public func notice(_ notice: APIEngine.Notice) {
-            if minimumLevel <= .warning { write(.warning, "\(notice)") }
+            let level: Level = notice.kind == .circuitClosed ? .info : .warning
+            if minimumLevel <= level { write(level, "\(notice)") }
         }
 
         /// The lines an observation makes, with their levels.

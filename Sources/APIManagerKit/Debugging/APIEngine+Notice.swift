@@ -1,10 +1,12 @@
 import Dispatch
+import Foundation
 
 extension APIEngine {
-    /// Something about the engine itself, not about one task, that the people running it should
-    /// hear: told to each observer's ``Observer/notice(_:)`` (``LogObserver`` writes it as a
-    /// warning), or written to standard error when the engine has no observer. Each kind at most
-    /// once per engine.
+    /// Something about the engine itself, not about one task's steps, that the people running it
+    /// should hear: told to each observer's ``Observer/notice(_:)`` (``LogObserver`` writes it).
+    /// ``Kind/deliveryStalled`` comes at most once per engine and is written to standard error when
+    /// the engine has no observer; the circuit breaker's and the retry budget's each time they
+    /// happen, to observers only.
     public struct Notice: Sendable, Hashable, CustomStringConvertible {
         /// What a notice is about. New kinds may come: match with `==`, not with an exhaustive `switch`.
         public struct Kind: Sendable, Hashable, CustomStringConvertible {
@@ -16,12 +18,59 @@ extension APIEngine {
             /// main queue (the default delivery) of a command-line tool, a server or a test that
             /// runs no main loop; use `.inline` delivery there, or run the main queue.
             public static let deliveryStalled = Kind(name: "deliveryStalled")
+            /// An attempt's failure opened the circuit of ``Notice/origin`` (see
+            /// ``APIEngine/CircuitBreaker``): its next attempts fail at once for
+            /// ``Notice/closesIn`` seconds. On the attempt's thread.
+            public static let circuitOpened = Kind(name: "circuitOpened")
+            /// An attempt, the probe of a half-open circuit, succeeded: the circuit of
+            /// ``Notice/origin`` is closed again. On the attempt's thread.
+            public static let circuitClosed = Kind(name: "circuitClosed")
+            /// The retry the task would have made after ``Notice/error`` was refused by the engine's
+            /// ``APIEngine/RetryBudget``: the task ends with that error. On the attempt's thread.
+            public static let retryRefused = Kind(name: "retryRefused")
         }
 
         /// What it is about.
         public let kind: Kind
         /// What happened and what to do, in a sentence or two.
         public let description: String
+        /// The task whose attempt it is about (the circuit's and the budget's); `nil` for the others.
+        public let task: AnyAPITask?
+        /// The attempt's number (the circuit's and the budget's); `nil` for the others.
+        public let attempt: Int?
+        /// The origin whose circuit changed (`https://api.example.com`); `nil` for the others.
+        public let origin: String?
+        /// Seconds until an opened circuit lets a probe through; `nil` for the others.
+        public let closesIn: TimeInterval?
+        /// The failure whose retry the budget refused; `nil` for the others.
+        public let error: APIError?
+
+        init(
+            kind: Kind, description: String, task: AnyAPITask? = nil, attempt: Int? = nil, origin: String? = nil,
+            closesIn: TimeInterval? = nil, error: APIError? = nil
+        ) {
+            self.kind = kind
+            self.description = description
+            self.task = task
+            self.attempt = attempt
+            self.origin = origin
+            self.closesIn = closesIn
+            self.error = error
+        }
+
+        /// Equal when they say the same about the same task (the error by its description).
+        public static func == (lhs: Notice, rhs: Notice) -> Bool {
+            lhs.kind == rhs.kind && lhs.description == rhs.description && lhs.task == rhs.task
+                && lhs.attempt == rhs.attempt && lhs.origin == rhs.origin && lhs.closesIn == rhs.closesIn
+                && lhs.error.map { "\($0)" } == rhs.error.map { "\($0)" }
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(kind)
+            hasher.combine(description)
+            hasher.combine(task)
+            hasher.combine(attempt)
+        }
 
         static func deliveryStalled(on queue: DispatchQueue, for interval: Double) -> Notice {
             let name = queue.label == DispatchQueue.main.label ? "the main queue" : "the queue \"\(queue.label)\""
@@ -31,6 +80,30 @@ extension APIEngine {
                     "delegate events have waited \(Int(interval)) s on \(name) (APIEngine.delivery) and none was delivered: "
                     + "nothing runs it. A command-line tool, a server or a test that runs no main loop sets "
                     + "`delivery = .inline`, or runs the main queue (dispatchMain(), RunLoop.main.run()).")
+        }
+
+        /// The notice of what the circuit breaker or the retry budget did to `attempt` of `task`;
+        /// `nil` for a report that is about the attempt alone (a failure before sending).
+        static func resilience(
+            _ report: SchedulingMachine.Report, attempt: Int, of task: AnyAPITask
+        ) -> Notice? {
+            let about = "(task \(task.identifier), attempt \(attempt))"
+            switch report {
+            case .failedUnsent:
+                return nil
+            case .circuitOpened(let origin, let closesIn):
+                return Notice(
+                    kind: .circuitOpened, description: "circuit of \(origin) opened for \(closesIn) s \(about)",
+                    task: task, attempt: attempt, origin: origin, closesIn: closesIn)
+            case .circuitClosed(let origin):
+                return Notice(
+                    kind: .circuitClosed, description: "circuit of \(origin) closed \(about)", task: task,
+                    attempt: attempt, origin: origin)
+            case .retryRefused(let error):
+                return Notice(
+                    kind: .retryRefused, description: "retry refused by the retry budget after \(error) \(about)",
+                    task: task, attempt: attempt, error: error)
+            }
         }
     }
 }

@@ -54,9 +54,11 @@ extension APIEngine {
         func willSend(_ request: inout URLRequest, attempt: Int, of task: AnyAPITask)
 
         /// Something about the engine itself that the people running it should hear (see
-        /// ``APIEngine/Notice``): each kind at most once per engine, on the thread of the engine's
-        /// clock timer that found it, without any lock held. Does nothing unless implemented; an
-        /// engine with no observer writes its notices to standard error.
+        /// ``APIEngine/Notice``), without any lock held: a stalled delivery at most once per engine,
+        /// on the thread of the engine's clock timer that found it; a circuit opened or closed and a
+        /// retry the budget refused each time, on the attempt's thread, after its
+        /// ``Observation/Kind/attemptEnded(_:)``. Does nothing unless implemented; an engine with no
+        /// observer writes a stalled delivery to standard error.
         func notice(_ notice: APIEngine.Notice)
     }
 

@@ -87,7 +87,7 @@ extension APIEngine {
                 let actions = transition(reportingTo: attempt) {
                     $0.requestBuilt(
                         task, attempt: number, isReplay: attempt.isReplay, cachedCopy: copy, network: network,
-                        isMonitored: attempt.monitor != nil)
+                        isMonitored: isReported(attempt))
                 }
                 // A task that ended while its request was being built is never handed to the transport.
                 guard actions.sends(task, attempt: number) else { return }
@@ -102,7 +102,7 @@ extension APIEngine {
                 next = actions.replays(task, attempt: number) ? .renew : .respond
             case .answered(let response, let source):
                 let end = SchedulingMachine.AttemptEnd(
-                    sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, isMonitored: attempt.monitor != nil,
+                    sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, isMonitored: isReported(attempt),
                     network: attempt.sent == nil ? nil : networkContext(of: attempt))
                 transition(reportingTo: attempt) {
                     $0.attemptEnded(
@@ -152,7 +152,7 @@ extension APIEngine {
         }
         let end = SchedulingMachine.AttemptEnd(
             sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, boardedFlight: attempt.flightKey != nil,
-            isMonitored: attempt.monitor != nil, network: networkContext(of: attempt))
+            isMonitored: isReported(attempt), network: networkContext(of: attempt))
         transition(reportingTo: attempt) {
             $0.attemptEnded(
                 task, attempt: number, outcome: .failure(error), source: .network, retryDelay: retryDelay, end: end)

@@ -55,7 +55,7 @@ extension APIEngine {
     ) {
         if let attempt, !actions.timersAndGrants.isEmpty {
             for case .report(let report) in actions.timersAndGrants {
-                if case .failedUnsent = report { attempt.report(report) }
+                if case .failedUnsent = report { tell(report, about: attempt) }
             }
         }
         actions.performCancellationsAndObservations()
@@ -125,7 +125,7 @@ extension APIEngine {
         if !actions.timersAndGrants.isEmpty {
             for task in actions.grants { SchedulingMachine.Actions.grant(task) }
             for case .report(let report) in actions.timersAndGrants {
-                if case .failedUnsent = report {} else { attempt?.report(report) }
+                if case .failedUnsent = report {} else if let attempt { tell(report, about: attempt) }
             }
         }
     }

@@ -74,6 +74,29 @@ public struct LoggingObserver: APIEngine.Observer {
         }
     }
 
+    /// A notice about the engine: a circuit opened (`.warning`) or closed again (at
+    /// ``attemptLevel``), a retry the retry budget refused (`.warning`, the error by its kind), a
+    /// delivery queue nobody runs (`.warning`); with the task's metadata and `apimanager.origin`
+    /// when it has them.
+    public func notice(_ notice: APIEngine.Notice) {
+        let level: Logger.Level = notice.kind == .circuitClosed ? attemptLevel : .warning
+        guard logger.logLevel <= level else { return }
+        var metadata = notice.task.map(Self.metadata(of:)) ?? [:]
+        metadata["apimanager.notice"] = "\(notice.kind)"
+        if let attempt = notice.attempt { metadata[HTTPClientAttributes.attempt] = "\(attempt)" }
+        if let origin = notice.origin { metadata["apimanager.origin"] = "\(origin)" }
+        let message: String
+        if let error = notice.error {
+            // Named by its kind, never by what a server wrote.
+            let errorType = HTTPClientAttributes.errorType(of: error)
+            metadata[HTTPClientAttributes.errorType] = "\(errorType)"
+            message = "\(notice.kind): \(errorType)"
+        } else {
+            message = notice.description
+        }
+        logger.log(level: level, "\(message)", metadata: metadata)
+    }
+
     /// The task's metadata.
     private static func metadata(of task: AnyAPITask) -> Logger.Metadata {
         var metadata: Logger.Metadata = [

@@ -474,6 +474,45 @@ struct TracingCorrectionTests {
                 == .string("https://shop.example.com:8443/items?\(key)=***&page=2"))
     }
 
+    /// The circuit breaker's and the retry budget's notices are records: an opened circuit and a
+    /// refused retry at `.warning` (the error by its kind, nothing a server wrote), a closed circuit
+    /// at the attempts' level.
+    @Test func circuitAndBudgetNoticesAreLogged() throws {
+        let records = RecordingLogHandler.Records()
+        var logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
+        logger.logLevel = .info
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        let up = UpFlag()
+        transport.stub(nil, "/items") { _ in
+            up.value ? .status(200) : .status(503, body: Data("s3cr3t-server-text".utf8))
+        }
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.observers = [LoggingObserver(logger: logger)]
+        configuration.circuitBreaker = APIEngine.CircuitBreaker(failureThreshold: 2, openInterval: 5)
+        configuration.retryBudget = APIEngine.RetryBudget(ratio: 0, minimumRetries: 0, window: 60)
+        let items = Items(engine: APIEngine(configuration: configuration))
+        _ = items.send(Item(route: "/items", retries: 2))
+        _ = items.send(Item(route: "/items"))
+        up.value = true
+        clock.advance(by: 5)
+        _ = items.send(Item(route: "/items"))
+        let notices = records.list.filter { $0.metadata["apimanager.notice"] != nil }
+        #expect(
+            notices.map { "\($0.metadata["apimanager.notice"] ?? "")" } == [
+                "retryRefused", "circuitOpened", "circuitClosed",
+            ])
+        #expect(notices.map(\.level) == [.warning, .warning, .info])
+        #expect(notices.first?.message.description == "retryRefused: 503")
+        #expect(notices[1].metadata["apimanager.origin"].map { "\($0)" } == "https://shop.example.com:8443")
+        #expect(notices[1].metadata["apimanager.attempt"].map { "\($0)" } == "1")
+        #expect(!records.list.map { "\($0.message) \($0.metadata)" }.joined().contains("s3cr3t"))
+    }
+
     /// The engine's own secret names (`APIEngine.secretNames`) are redacted in `url.full` too, not
     /// only the library's rule.
     @Test func theEnginesSecretNamesAreRedactedInTheURL() throws {
@@ -574,5 +613,16 @@ struct LoggingTests {
         #expect(!written.contains("s3cr3t"), "\(written)")
         #expect(o.records.list.contains { $0.level == .warning && $0.metadata["error.type"] == "403" })
         #expect(o.records.list.contains { $0.level == .debug && $0.message == "task sent" })
+    }
+}
+
+/// A flag a stub reads while the test sets it.
+private final class UpFlag: @unchecked Sendable {
+    // @unchecked: `up` behind `lock`.
+    private let lock = NSLock()
+    private var up = false
+    var value: Bool {
+        get { lock.withLock { up } }
+        set { lock.withLock { up = newValue } }
     }
 }

@@ -1,0 +1,97 @@
+// The circuit breaker's and the retry budget's events reach the engine's observers as notices
+// (issue 42, item 5: they used to reach only the event monitor), on the attempt's thread, each time.
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+@testable import APIManagerKit
+
+@Suite("Observers hear the circuit breaker and the retry budget", .timeLimit(.minutes(1)))
+struct ResilienceNoticeTests {
+    private func engine(
+        _ observers: [any APIEngine.Observer], transport: MockTransport, clock: TestClock,
+        circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil
+    ) -> APIEngine {
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.observers = observers
+        configuration.circuitBreaker = circuitBreaker
+        configuration.retryBudget = retryBudget
+        return APIEngine(configuration: configuration)
+    }
+
+    @Test(arguments: [nil, "items"] as [String?])
+    func anOutageOpensTheCircuitThenAProbeClosesIt(scope: String?) {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        let up = Locked(false)
+        transport.stub(nil, "/items") { _ in up.withLock { $0 } ? .json(#"{"value":"ok"}"#) : .status(503) }
+        let recorder = NoticeRecorder()
+        let manager = TestManager(
+            engine: engine(
+                [recorder], transport: transport, clock: clock,
+                circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 10)))
+        var request = TestRequest("/items")
+        request.concurrencyScope = scope
+        let failures = (0..<3).map { _ in manager.send(request) }
+        let opened = recorder.notices.withLock { $0 }
+        #expect(opened.map(\.kind) == [.circuitOpened])
+        #expect(opened.first?.origin == "https://api.test:443")
+        #expect(opened.first?.closesIn == 10)
+        #expect(opened.first?.task === failures.last, "the attempt whose failure opened it")
+        #expect(opened.first?.attempt == 1)
+        #expect(opened.first?.description == "circuit of https://api.test:443 opened for 10.0 s (task 3, attempt 1)")
+        up.withLock { $0 = true }
+        clock.advance(by: 10)
+        let probe = manager.send(request)
+        #expect(probe.state.name == "finished")
+        let all = recorder.notices.withLock { $0 }
+        #expect(all.map(\.kind) == [.circuitOpened, .circuitClosed])
+        #expect(all.last?.task === probe)
+        #expect(all.last?.origin == "https://api.test:443")
+    }
+
+    @Test func aRetryTheBudgetRefusesIsANoticeWithItsError() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/flaky", .status(503))
+        let recorder = NoticeRecorder()
+        let manager = TestManager(
+            engine: engine(
+                [recorder], transport: transport, clock: clock,
+                retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
+        let task = manager.send(
+            TestRequest("/flaky", retry: APIRetryPolicy(maxAttempts: 5, baseDelay: 1, jitter: .none)))
+        clock.advance(by: 1)
+        #expect(task.state.name == "status(503)")
+        let notices = recorder.notices.withLock { $0 }
+        #expect(notices.map(\.kind) == [.retryRefused])
+        #expect(notices.first?.task === task)
+        #expect(notices.first?.attempt == 2)
+        #expect(notices.first?.error.map { "\($0)" }?.contains("503") == true)
+    }
+
+    @Test func theLogObserverWritesAnOpenedCircuitAsAWarningAndAClosedOneAsInfo() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        let up = Locked(false)
+        transport.stub(nil, "/items") { _ in up.withLock { $0 } ? .json(#"{"value":"ok"}"#) : .status(503) }
+        let lines = Locked<[(APIEngine.LogObserver.Level, String)]>([])
+        let log = APIEngine.LogObserver(minimumLevel: .info) { level, line in
+            lines.withLock { $0.append((level, line)) }
+        }
+        let manager = TestManager(
+            engine: engine(
+                [log], transport: transport, clock: clock,
+                circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 1, openInterval: 5)))
+        manager.send(TestRequest("/items"))
+        up.withLock { $0 = true }
+        clock.advance(by: 5)
+        manager.send(TestRequest("/items"))
+        let circuit = lines.withLock { $0 }.filter { $0.1.contains("circuit of") }
+        #expect(circuit.map(\.0) == [.warning, .info])
+    }
+}
