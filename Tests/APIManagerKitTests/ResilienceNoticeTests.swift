@@ -8,21 +8,6 @@ import Testing
 
 @Suite("Observers hear the circuit breaker and the retry budget", .timeLimit(.minutes(1)))
 struct ResilienceNoticeTests {
-    private func engine(
-        _ observers: [any APIEngine.Observer], transport: MockTransport, clock: TestClock,
-        circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil
-    ) -> APIEngine {
-        var configuration = APIEngine.Configuration()
-        configuration.transport = transport
-        configuration.clock = clock
-        configuration.delivery = .inline
-        configuration.execution = .inline
-        configuration.observers = observers
-        configuration.circuitBreaker = circuitBreaker
-        configuration.retryBudget = retryBudget
-        return APIEngine(configuration: configuration)
-    }
-
     @Test(arguments: [nil, "items"] as [String?])
     func anOutageOpensTheCircuitThenAProbeClosesIt(scope: String?) {
         let clock = TestClock()
@@ -31,7 +16,7 @@ struct ResilienceNoticeTests {
         transport.stub(nil, "/items") { _ in up.withLock { $0 } ? .json(#"{"value":"ok"}"#) : .status(503) }
         let recorder = NoticeRecorder()
         let manager = TestManager(
-            engine: engine(
+            engine: observedEngine(
                 [recorder], transport: transport, clock: clock,
                 circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 3, openInterval: 10)))
         var request = TestRequest("/items")
@@ -60,7 +45,7 @@ struct ResilienceNoticeTests {
         transport.stub(nil, "/flaky", .status(503))
         let recorder = NoticeRecorder()
         let manager = TestManager(
-            engine: engine(
+            engine: observedEngine(
                 [recorder], transport: transport, clock: clock,
                 retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 1, window: 60)))
         let task = manager.send(
@@ -84,7 +69,7 @@ struct ResilienceNoticeTests {
             lines.withLock { $0.append((level, line)) }
         }
         let manager = TestManager(
-            engine: engine(
+            engine: observedEngine(
                 [log], transport: transport, clock: clock,
                 circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 1, openInterval: 5)))
         manager.send(TestRequest("/items"))

@@ -174,12 +174,16 @@ func describe(_ error: APIError) -> String {
     }
 }
 
-/// An engine on a mock transport and a virtual clock told to `observers`; inline unless told.
+/// An engine on a mock transport and a virtual clock told to `observers`; inline unless told, with
+/// a circuit breaker and a retry budget when given.
 func observedEngine(
     _ observers: [any APIEngine.Observer], transport: MockTransport, clock: TestClock,
-    delivery: APIEngine.Delivery = .inline, execution: APIEngine.Execution = .inline
+    delivery: APIEngine.Delivery = .inline, execution: APIEngine.Execution = .inline,
+    circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil
 ) -> APIEngine {
     var configuration = APIEngine.Configuration()
+    configuration.circuitBreaker = circuitBreaker
+    configuration.retryBudget = retryBudget
     configuration.transport = transport
     configuration.clock = clock
     configuration.delivery = delivery

@@ -75,8 +75,7 @@ extension APIEngine {
             }
         }
 
-        /// Writes the notice at `.warning`.
-        /// A circuit closed again at `info`; the other notices at `warning`.
+        /// Writes the notice: a circuit closed again at `info`, the others at `warning`.
         public func notice(_ notice: APIEngine.Notice) {
             let level: Level = notice.kind == .circuitClosed ? .info : .warning
             if minimumLevel <= level { write(level, "\(notice)") }

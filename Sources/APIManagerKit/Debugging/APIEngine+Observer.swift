@@ -227,6 +227,21 @@ extension APIEngine {
         for observer in observers { observer.observe(observation) }
     }
 
+    /// Whether anyone hears what the machine reports about `attempt` (``SchedulingMachine/Report``):
+    /// its event monitor, or the engine's observers (the circuit's and the budget's notices).
+    func isReported(_ attempt: Attempt) -> Bool {
+        attempt.monitor != nil || !observers.isEmpty
+    }
+
+    /// Tells what the machine reported about `attempt`: every report to its event monitor, the
+    /// circuit's and the budget's to the observers as notices. The one place reports go out.
+    func tell(_ report: SchedulingMachine.Report, about attempt: Attempt) {
+        attempt.report(report)
+        guard !observers.isEmpty, let notice = Notice.resilience(report, attempt: attempt.number, of: attempt.task)
+        else { return }
+        for observer in observers { observer.notice(notice) }
+    }
+
     /// Tells the observers about an event delivered with the delegate's (see ``Observer``).
     func tellObservers(delivered event: AnyAPITask.Event, of task: AnyAPITask) {
         let kind: Observation.Kind

@@ -101,10 +101,10 @@ private final class ReplayOutcomes<Manager: APIManager>: Sendable {
 
     /// Restores tasks of `manager` (held weakly), each observed: its end goes to these outcomes.
     func restorer(for manager: Manager) -> DurableRestorer {
-        DurableRestorer(
-            restore: { [weak manager] record in
-                guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
-                return ManagedTask<Manager>.restore(record, for: manager).map { task in
+        let restoring = DurableRestorer.restoring(for: manager)
+        return DurableRestorer(
+            restore: { record in
+                restoring.restore(record).map { task in
                     guard let task = task as? ManagedTask<Manager> else { return task }
                     task.observe { [weak task] observation in
                         guard case .ended(let result, _, _) = observation, let task else { return }

@@ -74,23 +74,9 @@ extension APIEngine {
         }
     }
 
-    /// Whether anyone hears what the machine reports about `attempt` (``SchedulingMachine/Report``):
-    /// its event monitor, or the engine's observers (the circuit's and the budget's notices).
-    func isReported(_ attempt: Attempt) -> Bool {
-        attempt.monitor != nil || !observers.isEmpty
-    }
-
-    /// Tells what the machine reported about `attempt`: every report to its event monitor, the
-    /// circuit's and the budget's to the observers as notices. The one place reports go out.
-    func tell(_ report: SchedulingMachine.Report, about attempt: Attempt) {
-        attempt.report(report)
-        guard !observers.isEmpty, let notice = Notice.resilience(report, attempt: attempt.number, of: attempt.task)
-        else { return }
-        for observer in observers { observer.notice(notice) }
-    }
-
     /// Tells the observers a notice, or, when the engine has none, writes it to standard error (a
-    /// delivery that stalled: the one notice worth a line there).
+    /// delivery that stalled: the one notice worth a line there; see ``tell(_:about:)`` for the
+    /// circuit's and the budget's).
     func tell(_ notice: Notice) {
         guard !observers.isEmpty else {
             FileHandle.standardError.write(Data("APIManagerKit: \(notice)\n".utf8))

@@ -86,7 +86,8 @@ final class Observed: @unchecked Sendable {
         logLevel: Logger.Level = .trace, authenticated: Bool = false, recordsServerMessages: Bool = false,
         cached: Bool = false, observersAhead: [any APIEngine.Observer] = [],
         observersBehind: [any APIEngine.Observer] = [],
-        tracerFor: (TracingInterceptor) -> any APIEngine.Observer = { $0 }, execution: APIEngine.Execution = .inline
+        tracerFor: (TracingInterceptor) -> any APIEngine.Observer = { $0 }, execution: APIEngine.Execution = .inline,
+        circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil
     ) {
         transport = MockTransport(clock: clock)
         let tracing = TracingInterceptor(tracer: tracer, recordsServerMessages: recordsServerMessages)
@@ -100,6 +101,8 @@ final class Observed: @unchecked Sendable {
         configuration.observers =
             observersAhead + [LoggingObserver(logger: logger), MetricsObserver(factory: metrics), tracerFor(tracing)]
             + observersBehind
+        configuration.circuitBreaker = circuitBreaker
+        configuration.retryBudget = retryBudget
         if cached { configuration.cache = APIResponseCache(disk: nil, clock: clock) }
         if authenticated {
             let authentication = APIAuthentication(authenticator: authenticator, clock: clock)
@@ -478,29 +481,19 @@ struct TracingCorrectionTests {
     /// refused retry at `.warning` (the error by its kind, nothing a server wrote), a closed circuit
     /// at the attempts' level.
     @Test func circuitAndBudgetNoticesAreLogged() throws {
-        let records = RecordingLogHandler.Records()
-        var logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
-        logger.logLevel = .info
-        let clock = TestClock()
-        let transport = MockTransport(clock: clock)
+        let o = Observed(
+            logLevel: .info, circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 2, openInterval: 5),
+            retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 0, window: 60))
         let up = UpFlag()
-        transport.stub(nil, "/items") { _ in
+        o.transport.stub(nil, "/items") { _ in
             up.value ? .status(200) : .status(503, body: Data("s3cr3t-server-text".utf8))
         }
-        var configuration = APIEngine.Configuration()
-        configuration.transport = transport
-        configuration.clock = clock
-        configuration.delivery = .inline
-        configuration.execution = .inline
-        configuration.observers = [LoggingObserver(logger: logger)]
-        configuration.circuitBreaker = APIEngine.CircuitBreaker(failureThreshold: 2, openInterval: 5)
-        configuration.retryBudget = APIEngine.RetryBudget(ratio: 0, minimumRetries: 0, window: 60)
-        let items = Items(engine: APIEngine(configuration: configuration))
-        _ = items.send(Item(route: "/items", retries: 2))
-        _ = items.send(Item(route: "/items"))
+        _ = o.items.send(Item(route: "/items", retries: 2))
+        _ = o.items.send(Item(route: "/items"))
         up.value = true
-        clock.advance(by: 5)
-        _ = items.send(Item(route: "/items"))
+        o.clock.advance(by: 5)
+        _ = o.items.send(Item(route: "/items"))
+        let records = o.records
         let notices = records.list.filter { $0.metadata["apimanager.notice"] != nil }
         #expect(
             notices.map { "\($0.metadata["apimanager.notice"] ?? "")" } == [
