@@ -13,10 +13,12 @@ import Testing
 struct DurableSettlingTests {
     typealias Settlement = DurableSlot.Settlement
 
-    /// A durable task of the cart's line, sent to the machine.
-    private static func durable(_ h: inout MachineHarness, stopsTheLine: Bool = false) -> AnyAPITask {
+    /// A durable task of `scope`'s line, sent to the machine.
+    private static func durable(
+        _ h: inout MachineHarness, scope: String? = "cart", stopsTheLine: Bool = false
+    ) -> AnyAPITask {
         let task = AnyAPITask(
-            identifier: UInt64(h.tasks.count + 1), policy: .durable, scope: "cart",
+            identifier: UInt64(h.tasks.count + 1), policy: .durable, scope: scope,
             durableSlot: DurableSlot(isRestored: false, stopsTheLineWhenRefused: stopsTheLine))
         h.tasks.append(task)
         h.run { $0.send(task, observed: false) }
@@ -35,20 +37,22 @@ struct DurableSettlingTests {
 
     // MARK: The machine decides, once
 
-    @Test func aDurableTaskThatFinishesHasItsRecordRemoved() {
+    @Test(arguments: ["cart", nil] as [String?])
+    func aDurableTaskThatFinishesHasItsRecordRemoved(scope: String?) {
         var h = MachineHarness()
-        let task = Self.durable(&h)
+        let task = Self.durable(&h, scope: scope)
         h.finish(task)
         #expect(Array(h.lastActions) == [.settleDurable(task, .remove)])
     }
 
-    @Test func aFinalRefusalOnALineThatStopsKeepsTheRecordAsRefusedAndStopsTheLine() {
+    @Test(arguments: ["cart", nil] as [String?])
+    func aFinalRefusalOnALineThatStopsKeepsTheRecordAsRefusedAndStopsTheLine(scope: String?) {
         var h = MachineHarness()
-        let refused = Self.durable(&h, stopsTheLine: true)
-        let behind = Self.durable(&h, stopsTheLine: true)
+        let refused = Self.durable(&h, scope: scope, stopsTheLine: true)
+        let behind = Self.durable(&h, scope: scope, stopsTheLine: true)
         Self.fail(&h, refused, with: Self.status(422))
         #expect(Array(h.lastActions) == [.settleDurable(refused, .keepRefused)], "and nothing behind it starts")
-        #expect(h.machine.lineIsStopped("cart"))
+        #expect(h.machine.lineIsStopped(scope))
         #expect(h.events(of: behind) == ["waiting"])
     }
 
@@ -75,6 +79,27 @@ struct DurableSettlingTests {
     @Test func aCancelledDurableTaskHasItsRecordRemoved() {
         var h = MachineHarness()
         let task = Self.durable(&h)
+        h.run { $0.cancel(tasks: [task], reason: .explicit) }
+        #expect(h.lastActions.settlements.map(\.settlement) == [.remove])
+    }
+
+    @Test(arguments: ["cart", nil] as [String?])
+    func aDurableTaskCancelledWhileWaitingInLineHasItsRecordRemoved(scope: String?) {
+        var h = MachineHarness()
+        let running = Self.durable(&h, scope: scope)
+        let waiting = Self.durable(&h, scope: scope)
+        #expect(h.events(of: waiting) == ["waiting"])
+        h.run { $0.cancel(tasks: [waiting], reason: .explicit) }
+        #expect(h.lastActions.settlements.map(\.task) == [waiting])
+        #expect(h.lastActions.settlements.map(\.settlement) == [.remove])
+        #expect(h.events(of: running) == ["started 1"], "the running one goes on")
+    }
+
+    @Test func aDurableTaskCancelledWhileWaitingToRetryHasItsRecordRemoved() {
+        var h = MachineHarness()
+        let task = Self.durable(&h)
+        h.failForRetry(task, delay: 5)
+        #expect(h.lastActions.settlements.isEmpty, "not ended: it retries")
         h.run { $0.cancel(tasks: [task], reason: .explicit) }
         #expect(h.lastActions.settlements.map(\.settlement) == [.remove])
     }
