@@ -79,4 +79,24 @@ struct ResilienceNoticeTests {
         let circuit = lines.withLock { $0 }.filter { $0.1.contains("circuit of") }
         #expect(circuit.map(\.0) == [.warning, .info])
     }
+
+    @Test func aRefusedRetrysNoticeSaysTheErrorWithoutWhatTheServerWrote() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/flaky", .json(#"{"message":"token s3cr3t-echo is not valid"}"#, status: 503))
+        let recorder = NoticeRecorder()
+        let lines = Locked<[String]>([])
+        let log = APIEngine.LogObserver { _, line in lines.withLock { $0.append(line) } }
+        let manager = TestManager(
+            engine: observedEngine(
+                [recorder, log], transport: transport, clock: clock,
+                retryBudget: APIEngine.RetryBudget(ratio: 0, minimumRetries: 0, window: 60)))
+        let task = manager.send(
+            TestRequest("/flaky", retry: APIRetryPolicy(maxAttempts: 3, baseDelay: 1, jitter: .none)))
+        #expect(task.state.name == "status(503)")
+        let notice = recorder.notices.withLock { $0.first }
+        #expect(notice?.kind == .retryRefused)
+        #expect(notice?.description == "retry refused by the retry budget after status 503 (task 1, attempt 1)")
+        #expect(!lines.withLock { $0.joined(separator: "\n") }.contains("s3cr3t"))
+    }
 }

@@ -101,7 +101,9 @@ extension APIEngine {
                     attempt: attempt, origin: origin)
             case .retryRefused(let error):
                 return Notice(
-                    kind: .retryRefused, description: "retry refused by the retry budget after \(error) \(about)",
+                    // The error by its kind and status, never by what a server wrote (as the log's).
+                    kind: .retryRefused,
+                    description: "retry refused by the retry budget after \(LogObserver.summary(of: error)) \(about)",
                     task: task, attempt: attempt, error: error)
             }
         }
