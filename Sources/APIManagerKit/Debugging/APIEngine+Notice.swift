@@ -1,6 +1,10 @@
 import Dispatch
 import Foundation
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 extension APIEngine {
     /// Something about the engine itself, not about one task's steps, that the people running it
     /// should hear: told to each observer's ``Observer/notice(_:)`` (``LogObserver`` writes it).
@@ -44,10 +48,16 @@ extension APIEngine {
         public let closesIn: TimeInterval?
         /// The failure whose retry the budget refused; `nil` for the others.
         public let error: APIError?
+        /// The attempt's request, for the event monitor's events (``EventMonitorForward``); `nil` for
+        /// the notices not about an attempt.
+        let request: URLRequest?
+        /// The names redacted in ``request`` beyond the standard rule.
+        let secretNames: Set<String>
 
         init(
             kind: Kind, description: String, task: AnyAPITask? = nil, attempt: Int? = nil, origin: String? = nil,
-            closesIn: TimeInterval? = nil, error: APIError? = nil
+            closesIn: TimeInterval? = nil, error: APIError? = nil, request: URLRequest? = nil,
+            secretNames: Set<String> = []
         ) {
             self.kind = kind
             self.description = description
@@ -56,6 +66,8 @@ extension APIEngine {
             self.origin = origin
             self.closesIn = closesIn
             self.error = error
+            self.request = request
+            self.secretNames = secretNames
         }
 
         /// Equal when they say the same about the same task (the error by its description).
@@ -82,29 +94,32 @@ extension APIEngine {
                     + "`delivery = .inline`, or runs the main queue (dispatchMain(), RunLoop.main.run()).")
         }
 
-        /// The notice of what the circuit breaker or the retry budget did to `attempt` of `task`;
-        /// `nil` for a report that is about the attempt alone (a failure before sending).
-        static func resilience(
-            _ report: SchedulingMachine.Report, attempt: Int, of task: AnyAPITask
-        ) -> Notice? {
-            let about = "(task \(task.identifier), attempt \(attempt))"
+        /// The notice of what the circuit breaker or the retry budget did to `attempt`; `nil` for a
+        /// report that is about the attempt alone (a failure before sending).
+        static func resilience(_ report: SchedulingMachine.Report, of attempt: Attempt) -> Notice? {
+            let task = attempt.task
+            let request = attempt.isBuilt ? attempt.request : nil
+            let secretNames = attempt.sensitiveHeaders
+            let about = "(task \(task.identifier), attempt \(attempt.number))"
+            let attempt = attempt.number
             switch report {
             case .failedUnsent:
                 return nil
             case .circuitOpened(let origin, let closesIn):
                 return Notice(
                     kind: .circuitOpened, description: "circuit of \(origin) opened for \(closesIn) s \(about)",
-                    task: task, attempt: attempt, origin: origin, closesIn: closesIn)
+                    task: task, attempt: attempt, origin: origin, closesIn: closesIn, request: request,
+                    secretNames: secretNames)
             case .circuitClosed(let origin):
                 return Notice(
                     kind: .circuitClosed, description: "circuit of \(origin) closed \(about)", task: task,
-                    attempt: attempt, origin: origin)
+                    attempt: attempt, origin: origin, request: request, secretNames: secretNames)
             case .retryRefused(let error):
                 return Notice(
                     // The error by its kind and status, never by what a server wrote (as the log's).
                     kind: .retryRefused,
                     description: "retry refused by the retry budget after \(LogObserver.summary(of: error)) \(about)",
-                    task: task, attempt: attempt, error: error)
+                    task: task, attempt: attempt, error: error, request: request, secretNames: secretNames)
             }
         }
     }

@@ -227,19 +227,35 @@ extension APIEngine {
         for observer in observers { observer.observe(observation) }
     }
 
-    /// Whether anyone hears what the machine reports about `attempt` (``SchedulingMachine/Report``):
-    /// its event monitor, or the engine's observers (the circuit's and the budget's notices).
-    func isReported(_ attempt: Attempt) -> Bool {
-        attempt.monitor != nil || !observers.isEmpty
+    /// Tells the observers of `attempt` (the engine's, and the event monitor's forward when one is
+    /// set: ``Attempt/observers``) what happened to it; `time`: now unless given.
+    func tellObservers(
+        _ kind: Observation.Kind, of attempt: Attempt, at time: TimeInterval? = nil, secretNames: Set<String> = []
+    ) {
+        let observation = Observation(
+            task: attempt.task, time: time ?? clock.now, kind: kind, secretNames: secretNames)
+        for observer in attempt.observers { observer.observe(observation) }
     }
 
-    /// Tells what the machine reported about `attempt`: every report to its event monitor, the
-    /// circuit's and the budget's to the observers as notices. The one place reports go out.
+    /// Whether anyone hears what the machine reports about `attempt` (``SchedulingMachine/Report``):
+    /// its observers (the engine's, the event monitor's forward).
+    func isReported(_ attempt: Attempt) -> Bool {
+        !attempt.observers.isEmpty
+    }
+
+    /// Tells what the machine reported about `attempt` to its observers: the circuit's and the
+    /// budget's as notices; a failure before sending to the event monitor's forward alone (no
+    /// observation says it). The one place reports go out.
     func tell(_ report: SchedulingMachine.Report, about attempt: Attempt) {
-        attempt.report(report)
-        guard !observers.isEmpty, let notice = Notice.resilience(report, attempt: attempt.number, of: attempt.task)
-        else { return }
-        for observer in observers { observer.notice(notice) }
+        guard let notice = Notice.resilience(report, of: attempt) else {
+            if case .failedUnsent(let error) = report {
+                for case let forward as EventMonitorForward in attempt.observers {
+                    forward.failedUnsent(error, attempt: attempt.number, of: attempt.task)
+                }
+            }
+            return
+        }
+        for observer in attempt.observers { observer.notice(notice) }
     }
 
     /// Tells the observers about an event delivered with the delegate's (see ``Observer``).

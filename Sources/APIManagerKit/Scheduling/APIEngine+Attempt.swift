@@ -15,12 +15,12 @@ extension APIEngine {
     /// longer current. Called without the lock.
     func performStart(_ task: AnyAPITask, attempt number: Int, isReplay: Bool = false) {
         // One locked read: whether to go on, and the settings the attempt keeps.
-        let (current, monitor, secretNames) = settingsIfCurrent(task, attempt: number)
+        let (current, observers, secretNames) = settingsIfCurrent(task, attempt: number)
         guard current else { return }
-        let attempt = Attempt(engine: self, task: task, number: number, isReplay: isReplay, monitor: monitor)
+        let attempt = Attempt(engine: self, task: task, number: number, isReplay: isReplay, observers: observers)
         if !observers.isEmpty {
             attempt.startedAt = clock.now
-            tellObservers(.started(attempt: number), of: task, at: attempt.startedAt)
+            tellObservers(.started(attempt: number), of: attempt, at: attempt.startedAt)
         }
         switch BuildRequestStage.run(
             task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, cookies: cookies,

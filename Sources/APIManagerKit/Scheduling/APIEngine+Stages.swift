@@ -177,7 +177,7 @@ extension APIEngine {
             attempt.progress = channel
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }
-        if !observers.isEmpty {
+        if !attempt.observers.isEmpty {
             let measured = LockedState(Attempt.Measured())
             attempt.measured = measured
             options.headReceived = { [clock] in measured.withLock { $0.headReceived = $0.headReceived ?? clock.now } }
@@ -200,7 +200,7 @@ extension APIEngine {
         } catch {
             return .failed(error)
         }
-        tellStarted(attempt, kind: .started)
+        tellSent(attempt)
         // Off the transport's callback queue: responses of different tasks build in parallel.
         let handle = transport.send(request, options: options) { attempt.transportAnswered($0) }
         return .sent(attempt.body.handle(handle))
@@ -217,13 +217,13 @@ extension APIEngine {
         attempt.flightKey = key
         switch sharedFlights.board(attempt, key: key) {
         case .joined(let leader, let member):
-            tellStarted(attempt, kind: .joined(leaderTask: leader))
+            tellSent(attempt, sharedWith: leader)
             return .sent(member)
         case .leads(let flight, let member):
             letObserversPrepare(attempt)
             // Built by the launch when it cannot be here: the flight then ends with the error.
             let request = try? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: task.totalTimeout)
-            tellStarted(attempt, kind: .started)
+            tellSent(attempt)
             launch(SharedFlights.Launch(leader: attempt, request: request, key: key, flight: flight))
             return .sent(member)
         }
@@ -232,7 +232,7 @@ extension APIEngine {
     /// The observers add to the request what travels with it on the wire (a trace's context), just
     /// before the transport has it (see ``APIEngine/Observer/willSend(_:attempt:of:)``).
     private func letObserversPrepare(_ attempt: Attempt) {
-        for observer in observers {
+        for observer in attempt.observers {
             observer.willSend(&attempt.request, attempt: attempt.number, of: attempt.task)
         }
     }
@@ -264,18 +264,12 @@ extension APIEngine {
         flights.took(launch.key, flight: launch.flight, handle: handle)
     }
 
-    private func tellStarted(_ attempt: Attempt, kind: APIEvent.Kind) {
-        if !observers.isEmpty {
-            let sharedWith: UInt64?
-            if case .joined(let leader) = kind { sharedWith = leader } else { sharedWith = nil }
-            tellObservers(
-                .attemptSent(attempt: attempt.number, request: attempt.request, sharedWith: sharedWith),
-                of: attempt.task, at: attempt.sent?.at, secretNames: attempt.sensitiveHeaders)
-        }
-        attempt.monitor?(
-            APIEvent(
-                kind: kind, taskIdentifier: attempt.task.identifier, attempt: attempt.number,
-                request: attempt.request, duration: nil, sensitiveHeaders: attempt.sensitiveHeaders))
+    /// Tells the attempt's observers that its request went out, or joined `sharedWith`'s.
+    private func tellSent(_ attempt: Attempt, sharedWith: UInt64? = nil) {
+        guard !attempt.observers.isEmpty else { return }
+        tellObservers(
+            .attemptSent(attempt: attempt.number, request: attempt.request, sharedWith: sharedWith),
+            of: attempt, at: attempt.sent?.at, secretNames: attempt.sensitiveHeaders)
     }
 
     /// The size of the attempt's request body (its upload), `nil` for none.
@@ -302,10 +296,8 @@ extension APIEngine {
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
-        // Whether the attempt is still its task's: asked once, for the observers and the monitor.
-        let reported =
-            (!observers.isEmpty || attempt.monitor != nil) && isCurrent(attempt.task, attempt: attempt.number)
-        if reported, !observers.isEmpty, let sent = attempt.sent {
+        // Only the task's current attempt is told (the lock is taken only when someone listens).
+        if !attempt.observers.isEmpty, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
             let now = clock.now
             let measured = attempt.measured?.withLock { $0 }
             tellObservers(
@@ -315,14 +307,7 @@ extension APIEngine {
                         started: attempt.startedAt, sent: sent.at,
                         headReceived: measured?.headReceived, answered: now, phases: measured?.phases,
                         protocolVersion: measured?.protocolVersion, sensitiveHeaders: sent.options.sensitiveHeaders)),
-                of: attempt.task, at: now)
-        }
-        if reported, let monitor = attempt.monitor, let sent = attempt.sent {
-            monitor(
-                APIEvent(
-                    kind: .finished(result), taskIdentifier: attempt.task.identifier, attempt: attempt.number,
-                    request: attempt.request, duration: clock.now - sent.at,
-                    sensitiveHeaders: sent.options.sensitiveHeaders))
+                of: attempt, at: now)
         }
         switch result {
         case .failure(let error):
@@ -381,8 +366,8 @@ extension APIEngine {
             [weak self] result in
             self?.resume(attempt, after: .renew, with: Self.renewed(result), hop: true)
         }
-        if refusal != nil, !observers.isEmpty {
-            tellObservers(.renewingCredential(attempt: attempt.number), of: attempt.task)
+        if refusal != nil, !attempt.observers.isEmpty {
+            tellObservers(.renewingCredential(attempt: attempt.number), of: attempt)
         }
         switch refusal {
         case nil: return .next  // not the authentication's to answer: an ordinary response
@@ -402,12 +387,12 @@ extension APIEngine {
     /// attempt, so a late answer never runs the manager's hooks.
     private func respond(_ attempt: Attempt) -> Attempt.Outcome {
         guard let raw = attempt.response, isCurrent(attempt.task, attempt: attempt.number) else { return .dropped }
-        let observed = !observers.isEmpty
+        let observed = !attempt.observers.isEmpty
         let start = observed ? clock.now : 0
         let result = ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache)
         if observed {
             let end = clock.now
-            tellObservers(.responseBuilt(attempt: attempt.number, duration: end - start), of: attempt.task, at: end)
+            tellObservers(.responseBuilt(attempt: attempt.number, duration: end - start), of: attempt, at: end)
         }
         switch result {
         case .built(let response, let source): return .answered(response, source)

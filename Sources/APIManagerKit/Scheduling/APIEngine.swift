@@ -84,7 +84,11 @@ public final class APIEngine: @unchecked Sendable {
         /// (see ``SchedulingMachine``).
         var machine: SchedulingMachine
         var delivery: APIEngine.Delivery
-        var monitor: (@Sendable (APIEvent) -> Void)?
+        /// What ``eventMonitor`` installed; `nil` when it is not set.
+        var monitor: EventMonitorForward?
+        /// Whom each attempt tells what happens to it: the engine's observers, then the monitor's
+        /// forward; read once when an attempt begins (``settingsIfCurrent(_:attempt:)``).
+        var attemptObservers: [any APIEngine.Observer] = []
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
         var delegateSlots: [DelegateSlot] = []
@@ -164,7 +168,7 @@ public final class APIEngine: @unchecked Sendable {
             State(
                 machine: SchedulingMachine(
                     circuitBreaker: circuitBreaker, retryBudget: retryBudget, emitsObserverEvents: !observers.isEmpty),
-                delivery: delivery
+                delivery: delivery, attemptObservers: observers
             ))
         self.cache = cache
         self.persistedHeaders = persistedHeaders
@@ -210,9 +214,20 @@ public final class APIEngine: @unchecked Sendable {
     /// Told about every network attempt as it starts and ends, with timings (see ``APIEvent``);
     /// `nil` unless set. Called on the thread that starts or completes the attempt, without any lock
     /// held: keep it fast, and do not block in it.
+    ///
+    /// A shorthand for an observer (``Observer``): setting it installs one, after the engine's
+    /// ``observers``, that turns what it is told of each attempt into ``APIEvent``s; attempts that
+    /// begin afterwards tell it. ``Configuration/observers`` says more (the task's waits, retries
+    /// and end) with typed values.
     public var eventMonitor: (@Sendable (APIEvent) -> Void)? {
-        get { state.withLock { $0.monitor } }
-        set { state.withLock { $0.monitor = newValue } }
+        get { state.withLock { $0.monitor?.monitor } }
+        set {
+            let forward = newValue.map(EventMonitorForward.init(monitor:))
+            state.withLock { state in
+                state.monitor = forward
+                state.attemptObservers = forward.map { observers + [$0] } ?? observers
+            }
+        }
     }
 
     /// Names of headers, query items and body fields that hold secrets beyond the standard rule of
@@ -225,12 +240,13 @@ public final class APIEngine: @unchecked Sendable {
         set { state.withLock { $0.secretNames = newValue } }
     }
 
-    /// Whether `attempt` is still the task's current one, with the event monitor and the secret
-    /// names it is to be built with: read together, under the lock once, when the attempt starts.
+    /// Whether `attempt` is still the task's current one, with its observers (the event monitor's
+    /// forward among them) and the secret names it is to be built with: read together, under the
+    /// lock once, when the attempt starts.
     func settingsIfCurrent(
         _ task: AnyAPITask, attempt: Int
-    ) -> (current: Bool, monitor: (@Sendable (APIEvent) -> Void)?, secretNames: Set<String>) {
-        state.withLock { ($0.machine.isCurrent(task, attempt: attempt), $0.monitor, $0.secretNames) }
+    ) -> (current: Bool, observers: [any APIEngine.Observer], secretNames: Set<String>) {
+        state.withLock { ($0.machine.isCurrent(task, attempt: attempt), $0.attemptObservers, $0.secretNames) }
     }
 
     /// A manager and its delegate, both held weakly: the delegate as the manager's own `Delegate`

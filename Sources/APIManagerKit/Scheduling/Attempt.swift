@@ -27,8 +27,10 @@ final class Attempt: @unchecked Sendable {
     @exclusivity(unchecked) var isBuilt = false
     /// The header names that carry its credentials: redacted, and dropped on a redirect to another origin.
     @exclusivity(unchecked) var sensitiveHeaders: Set<String> = []
-    /// Told when the attempt is sent and answered; read once when the attempt was built.
-    let monitor: (@Sendable (APIEvent) -> Void)?
+    /// Told what happens to the attempt: the engine's observers, then the event monitor's forward
+    /// when one is set (``EventMonitorForward``); read once when the attempt began. Empty when
+    /// nobody observes: then nothing is measured or told.
+    let observers: [any APIEngine.Observer]
     /// The credential the authentication granted, with its generation; `nil` for none.
     @exclusivity(unchecked) var grant: APIAuthentication.Grant?
     /// How the response is treated by the cache; `nil` without a cache.
@@ -73,28 +75,16 @@ final class Attempt: @unchecked Sendable {
     /// does nothing.
     @exclusivity(unchecked) weak var engine: APIEngine?
 
-    init(engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, monitor: (@Sendable (APIEvent) -> Void)?) {
+    init(engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, observers: [any APIEngine.Observer]) {
         self.engine = engine
         self.task = task
         self.number = number
         self.isReplay = isReplay
-        self.monitor = monitor
+        self.observers = observers
     }
 
     /// The request of an attempt not built yet (never sent: nothing reads it before it is built).
     private static let unbuilt = URLRequest(url: URL(fileURLWithPath: "/"))
-
-    /// Tells the event monitor what the scheduling machine reported about this attempt: a failure
-    /// before sending without its request (none went out), the rest with it.
-    func report(_ report: SchedulingMachine.Report) {
-        guard let monitor else { return }
-        let unsent: Bool
-        if case .failedUnsent = report { unsent = true } else { unsent = false }
-        monitor(
-            APIEvent(
-                kind: report.kind, taskIdentifier: task.identifier, attempt: number, request: unsent ? nil : request,
-                duration: nil, sensitiveHeaders: unsent ? [] : sensitiveHeaders))
-    }
 
     /// The transport's completion: the answer waits here, and the attempt goes on at `receive` where
     /// the engine's execution says. (A closure capturing only the attempt allocates no context.)
