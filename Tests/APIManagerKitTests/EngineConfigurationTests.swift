@@ -79,6 +79,32 @@ struct EngineConfigurationTests {
         }
     }
 
+    @Test func everySettingOfTheInitializerIsKeptAndGivenBack() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        let cookies = APICookieStore()
+        let cache = APIResponseCache(memoryBudget: 1 << 20, disk: nil)
+        let engine = APIEngine(
+            transport: transport, clock: clock, randomSource: FixedRandom(value: 0.5), delivery: .inline,
+            execution: .inline,
+            cache: cache, persistedHeaders: APIAuthentication.PersistedHeaders(names: ["client"]),
+            interceptors: [Stamp()], defaultHeaders: .none, cookies: cookies,
+            circuitBreaker: APIEngine.CircuitBreaker(failureThreshold: 7),
+            retryBudget: APIEngine.RetryBudget(ratio: 0.3))
+        let configuration = engine.configuration
+        #expect(configuration.transport as? MockTransport === transport)
+        #expect(configuration.clock as? TestClock === clock)
+        #expect(configuration.randomSource is FixedRandom)
+        #expect(configuration.cache === cache && configuration.cookies === cookies)
+        #expect(configuration.persistedHeaders?.names == ["client"])
+        #expect(configuration.interceptors.count == 1 && engine.interceptors.count == 1)
+        #expect(configuration.defaultHeaders == .none)
+        #expect(configuration.circuitBreaker == APIEngine.CircuitBreaker(failureThreshold: 7))
+        #expect(configuration.retryBudget == APIEngine.RetryBudget(ratio: 0.3))
+        #expect(configuration.authentication == nil && configuration.durableStore == nil)
+        #expect(configuration.connectivity == nil && configuration.observers.isEmpty)
+    }
+
     @Test func credentialsAndPersistedHeadersGivenInAConfigurationReachTheWire() throws {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)
@@ -103,4 +129,9 @@ struct EngineConfigurationTests {
         #expect(manager.engine.configuration.authentication === authentication)
         #expect(manager.engine.configuration.persistedHeaders?.names == ["client"])
     }
+}
+
+/// An adapter that changes nothing.
+private struct Stamp: APIRequestAdapter {
+    func adapt(_ request: URLRequest, for attempt: APIAttempt) async throws -> URLRequest { request }
 }

@@ -23,7 +23,8 @@ extension APIEngine {
             tellObservers(.started(attempt: number), of: attempt, at: attempt.startedAt)
         }
         switch BuildRequestStage.run(
-            task, persistedHeaders: persistedHeaders, defaultHeaders: defaultHeaders, cookies: cookies,
+            task, persistedHeaders: settings.persistedHeaders, defaultHeaders: settings.defaultHeaders,
+            cookies: cookies,
             defersForms: acceptsBodyWriters, now: clock.date)
         {
         case .success(let built):

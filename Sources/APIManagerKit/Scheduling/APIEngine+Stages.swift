@@ -295,7 +295,7 @@ extension APIEngine {
             progress.finish(downloaded: attempt.body.receivedBytes(of: raw))
         }
         let result = TransportStage.answer(
-            answer, for: attempt, persistedHeaders: persistedHeaders, cookies: cookies, now: clock.date)
+            answer, for: attempt, persistedHeaders: settings.persistedHeaders, cookies: cookies, now: clock.date)
         // Only the task's current attempt is told (the lock is taken only when someone listens).
         if !attempt.observers.isEmpty, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
             let now = clock.now

@@ -21,49 +21,18 @@ public final class APIEngine: @unchecked Sendable {
     // @unchecked: what changes is in `state`, behind its lock (the engine's tasks read their records
     // inside it: it is their `recordKeeper`). The `let`s are Sendable or never mutated.
 
-    /// The transport attempts are sent with.
-    public let transport: any APITransport
+    /// What the engine was made with: its public settings read it (``configuration`` gives it
+    /// back with the delivery as it is now).
+    let settings: Configuration
     /// The transport's ``APITransport/acceptsBodyWriters``, read once.
     let acceptsBodyWriters: Bool
     /// Whether the engine has a circuit breaker or a retry budget: read for every attempt, so kept
     /// as one flag.
     let hasResilience: Bool
-    /// The clock retries and deadlines are timed with.
-    public let clock: any APIClock
-    /// Where retry jitter comes from.
-    public let randomSource: any APIRetryPolicy.RandomSource
-    /// The response cache requests read and fill through ``APIRequest/cacheOption``; `nil` for none.
-    public let cache: APIResponseCache?
-    /// The auth headers captured from responses and sent back; `nil` for none.
-    public let persistedHeaders: APIAuthentication.PersistedHeaders?
-    /// The cookies stored from responses and sent back (see ``APICookieStore``); `nil` for none.
-    public let cookies: APICookieStore?
-    /// Where attempts are built and responses decoded (see ``APIEngine/Execution``).
-    public let execution: APIEngine.Execution
-    /// The steps every attempt goes through, in order (see ``APIInterceptor``); none unless given.
-    public let interceptors: [any APIInterceptor]
     /// The interceptors that adapt requests, in order.
     let adapters: [any APIRequestAdapter]
     /// The interceptors that inspect responses, in order.
     let inspectors: [any APIResponseInspector]
-    /// The credential every request carries and its single-flight refresh (see
-    /// ``APIAuthentication``); `nil` for none.
-    public let authentication: APIAuthentication?
-    /// The headers added to every request that does not set them (see ``APIEngine/DefaultHeaders``).
-    public let defaultHeaders: APIEngine.DefaultHeaders
-    /// Fails attempts fast while an origin keeps failing (see ``APIEngine/CircuitBreaker``); `nil` for none.
-    public let circuitBreaker: APIEngine.CircuitBreaker?
-    /// Bounds retries to a fraction of requests (see ``APIEngine/RetryBudget``); `nil` for none.
-    public let retryBudget: APIEngine.RetryBudget?
-    /// Where the tasks of ``APIConcurrencyPolicy/durable`` lines are kept until they end; none unless
-    /// the engine was made with one (``Configuration/durableStore``).
-    public let durableStore: APIEngine.DurableStore?
-    /// What tells the engine whether the network is reachable (see ``Connectivity``); none unless the
-    /// engine was made with one (``Configuration/connectivity``): then failures alone tell it.
-    public let connectivity: (any APIEngine.Connectivity)?
-    /// Told everything the engine does to each task and attempt (see ``Observer``); none unless the
-    /// engine was made with some (``Configuration/observers``).
-    public let observers: [any APIEngine.Observer]
     /// Runs interceptors and refreshes where ``execution`` says.
     let asyncWork: AsyncWork
     /// The network attempts identical requests share (see ``APIConcurrencyPolicy/Sharing``).
@@ -129,50 +98,31 @@ public final class APIEngine: @unchecked Sendable {
         retryBudget: APIEngine.RetryBudget? = nil
     ) {
         self.init(
-            transport: transport, clock: clock, randomSource: randomSource, delivery: delivery, execution: execution,
-            cache: cache, persistedHeaders: persistedHeaders, interceptors: interceptors,
-            authentication: authentication, defaultHeaders: defaultHeaders, cookies: cookies,
-            circuitBreaker: circuitBreaker, retryBudget: retryBudget, durableStore: nil, connectivity: nil,
-            observers: [])
+            configuration: Configuration(
+                transport: transport, clock: clock, randomSource: randomSource, delivery: delivery,
+                execution: execution, cache: cache, persistedHeaders: persistedHeaders, interceptors: interceptors,
+                authentication: authentication, defaultHeaders: defaultHeaders, cookies: cookies,
+                circuitBreaker: circuitBreaker, retryBudget: retryBudget, observers: []))
     }
 
-    /// Every setting, the durable store included (given only through ``Configuration``).
-    init(
-        transport: any APITransport, clock: any APIClock, randomSource: any APIRetryPolicy.RandomSource,
-        delivery: APIEngine.Delivery, execution: APIEngine.Execution, cache: APIResponseCache?,
-        persistedHeaders: APIAuthentication.PersistedHeaders?, interceptors: [any APIInterceptor],
-        authentication: APIAuthentication?, defaultHeaders: APIEngine.DefaultHeaders, cookies: APICookieStore?,
-        circuitBreaker: APIEngine.CircuitBreaker?, retryBudget: APIEngine.RetryBudget?,
-        durableStore: APIEngine.DurableStore?, connectivity: (any APIEngine.Connectivity)?,
-        observers: [any APIEngine.Observer]
-    ) {
-        self.durableStore = durableStore
-        self.observers = observers
-        self.connectivity = connectivity
-        self.cookies = cookies
-        self.interceptors = interceptors
-        self.adapters = interceptors.compactMap { $0 as? any APIRequestAdapter }
-        self.inspectors = interceptors.compactMap { $0 as? any APIResponseInspector }
-        self.authentication = authentication
-        self.defaultHeaders = defaultHeaders
-        self.asyncWork = AsyncWork(execution: execution)
-        self.transport = transport
-        self.acceptsBodyWriters = transport.acceptsBodyWriters
-        self.clock = clock
-        self.randomSource = randomSource
-        self.execution = execution
-        self.circuitBreaker = circuitBreaker
-        self.retryBudget = retryBudget
-        self.hasResilience = circuitBreaker != nil || retryBudget != nil
+    /// Makes an engine from one value (see ``Configuration``).
+    public init(configuration: Configuration) {
+        self.settings = configuration
+        self.adapters = configuration.interceptors.compactMap { $0 as? any APIRequestAdapter }
+        self.inspectors = configuration.interceptors.compactMap { $0 as? any APIResponseInspector }
+        self.asyncWork = AsyncWork(execution: configuration.execution)
+        self.acceptsBodyWriters = configuration.transport.acceptsBodyWriters
+        self.hasResilience = configuration.circuitBreaker != nil || configuration.retryBudget != nil
         self.state = LockedState(
             State(
                 machine: SchedulingMachine(
-                    circuitBreaker: circuitBreaker, retryBudget: retryBudget, emitsObserverEvents: !observers.isEmpty),
-                delivery: delivery, attemptObservers: observers
+                    circuitBreaker: configuration.circuitBreaker, retryBudget: configuration.retryBudget,
+                    emitsObserverEvents: !configuration.observers.isEmpty),
+                delivery: configuration.delivery, attemptObservers: configuration.observers
             ))
-        self.cache = cache
-        self.persistedHeaders = persistedHeaders
-        connectivity?.start { [weak self] isReachable in self?.connectivityChanged(isReachable: isReachable) }
+        configuration.connectivity?.start { [weak self] isReachable in
+            self?.connectivityChanged(isReachable: isReachable)
+        }
     }
 
     deinit {
