@@ -6,18 +6,25 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The stories of the policies beyond the first five: debounce, a shared limit, conflation, shared
+/// The stories of the policies beyond the first five: debounceLatest, a shared limit, conflation, shared
 /// identical requests, and the circuit breaker.
 extension Story {
     static let typeAhead = Story(
-        name: "typeahead", title: "Type-ahead: only the query typed before the pause is sent (debounce)"
+        name: "typeahead",
+        title:
+            "Type-ahead: a pause sends the query, the next one cancels it, only the latest answer arrives (debounceLatest)"
     ) { stage in
-        stage.stub("/suggest", MockTransport.Reply.status(200).after(0.2), live: "delay/0.2")
-        for (index, query) in ["s", "sw", "swi", "swif", "swift"].enumerated() {
-            stage.at(Double(index) * 0.1)
-            stage.send("type \"\(query)\"", "/suggest", .debounce)
+        // The server is slow to answer the short query (2 s) and quick with the long one (0.2 s):
+        // under `debounce` the answer to "s" would arrive after the one to "swift".
+        stage.stub("/suggest/short", MockTransport.Reply.status(200).after(2), live: "delay/2")
+        stage.stub("/suggest/long", MockTransport.Reply.status(200).after(0.2), live: "delay/0.2")
+        stage.send("type \"s\"", "/suggest/short", .debounceLatest)
+        // A pause: "s" is sent at 0.3 s. Then the user types on.
+        for (index, query) in ["sw", "swi", "swif", "swift"].enumerated() {
+            stage.at(0.5 + Double(index) * 0.1)
+            stage.send("type \"\(query)\"", "/suggest/long", .debounceLatest)
         }
-        stage.at(2)
+        stage.at(3)
     }
 
     static let gallery = Story(

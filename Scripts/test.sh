@@ -70,8 +70,9 @@ expect_lines "$playground_output" \
     "3 of 3 screens loaded after 1 refresh(es)" \
     "   0.200s      profile screen     shows Ada Lovelace, member since 1843" \
     "   0.700s      profile screen     shows an error: status 404" \
-    '   0.100s  #1  type "s"           cancelled (policy)' \
-    '   0.700s  #5  type "swift"       starts' \
+    '   1.100s  #1  type "s"           cancelled (policy)' \
+    '   1.100s  #5  type "swift"       starts' \
+    '   1.300s  #5  type "swift"       ends: 200' \
     "gallery            20 of 20 loaded, at most 4 at once" \
     "   0.200s  #2  save version 2     cancelled (policy)" \
     "   0.500s  #4  save version 4     starts" \

@@ -231,6 +231,23 @@ let otherOptions: [FeedRequest] = [
     FeedRequest(cacheOption: .fresh(maxAge: 300)),  // stored if younger than 5 minutes, else revalidate
 ]
 
+// MARK: article "Concurrency policies", "Which row is for search"
+
+struct Search: APIRequest {
+    let query: String
+    var url: URL { URL(string: "https://api.example.com/search")! }
+    var parameters: APIParameters { .query(["q": .string(query)]) }
+    var concurrencyPolicy: APIConcurrencyPolicy { .debounceLatest }
+    var debounceInterval: TimeInterval { 0.25 }
+}
+
+final class SearchAPI: APIManager {
+    typealias Request = Search
+    typealias Response = Echo
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
 // MARK: Checks of the samples themselves
 
 // MARK: the documentation of APIRequest (APIManagerKit.docc/APIRequest.md)
@@ -279,6 +296,24 @@ struct CodeSamplesTests {
             return
         }
         #expect(transport.requests.count == 2)
+    }
+
+    @Test func theSearchSampleDeliversOnlyTheLatestQuerysAnswer() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/search") { request in
+            // The short query is slow to answer.
+            request.url?.query == "q=s" ? MockTransport.Reply.json("{}").after(2) : .json("{}").after(0.1)
+        }
+        let api = SearchAPI(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
+        let short = api.send(Search(query: "s"))
+        clock.advance(by: 0.5)
+        let long = api.send(Search(query: "swift"))
+        clock.runUntilIdle()
+        #expect(transport.records.compactMap { $0.request.url?.query } == ["q=s", "q=swift"])
+        #expect(short.state.name == "cancelled(policy)")
+        #expect(long.state.name == "finished")
     }
 
     @Test func theFeedSampleShowsTheStoredFeedThenTheNetworks() async throws {

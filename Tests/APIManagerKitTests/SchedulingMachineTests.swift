@@ -143,7 +143,7 @@ struct SchedulingMachineTests {
         return (h, task)
     }
 
-    @Test(arguments: APIConcurrencyPolicy.allCases.filter { $0 != .debounce }, [nil, "s"] as [String?])
+    @Test(arguments: APIConcurrencyPolicy.allCases.filter { !$0.isPaced || $0 == .throttle }, [nil, "s"] as [String?])
     func everyPolicyButDebounceStartsAtOnceInAnIdleScope(policy: APIConcurrencyPolicy, scope: String?) {
         let (h, task) = Self.outcome(of: policy, when: .nothing, scope: scope)
         #expect(h.events(of: task) == ["started 1"])

@@ -64,7 +64,11 @@ public enum APIError: Error, Sendable {
     public enum CancellationReason: String, Sendable, Hashable {
         /// ``AnyAPITask/cancel()``, ``APIManager/cancelAll()`` or ``APIManager/cancelTasks(where:)``.
         case explicit
-        /// A later ``APIConcurrencyPolicy/cancelOthers`` task of the same scope.
+        /// A later task of the same scope replaced it under that task's policy:
+        /// ``APIConcurrencyPolicy/cancelOthers`` (sent) or ``APIConcurrencyPolicy/debounceLatest``
+        /// (started) ended every other task of the scope; a ``APIConcurrencyPolicy/conflate`` task
+        /// replaced the waiting ones; a ``APIConcurrencyPolicy/debounce`` or `debounceLatest` task
+        /// replaced one of its own policy still in its quiet interval.
         case policy
         /// The Swift task awaiting ``APIManager/response(for:)`` was cancelled.
         case concurrency
@@ -142,7 +146,9 @@ extension APIError: LocalizedError, CustomStringConvertible {
         case .cancelled(let reason):
             switch reason {
             case .explicit: return "The request was cancelled."
-            case .policy: return "The request was cancelled by a newer request (cancelOthers policy)."
+            case .policy:
+                return "The request was replaced by a newer request of its scope "
+                    + "(its concurrency policy: cancelOthers, conflate, debounce or debounceLatest)."
             case .concurrency: return "The request was cancelled because its Swift task was cancelled."
             case .managerReleased: return "The request was cancelled because its manager was released."
             }

@@ -20,7 +20,7 @@ extension SchedulingMachine {
         case .waitUntilDoneHighPriority: waitUntilDoneHighPriority(task, in: scope, into: &actions)
         case .conflate: conflate(task, in: scope, into: &actions)
         case .limited: limited(task, in: scope, into: &actions)
-        case .debounce: debounce(task, in: scope, into: &actions)
+        case .debounce, .debounceLatest: debounce(task, in: scope, into: &actions)
         case .throttle: throttle(task, in: scope, now: now, into: &actions)
         case .ignoreCurrent: ignoreCurrent(task, in: scope, into: &actions)
         }
@@ -28,6 +28,15 @@ extension SchedulingMachine {
 
     /// ``APIConcurrencyPolicy/cancelOthers``: every other task of the scope ends, then it starts.
     private mutating func cancelOthers(for task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
+        startCancellingOthers(task, in: scope, waitedAlready: false, into: &actions)
+    }
+
+    /// Ends every other in-flight task of `scope` as cancelled by policy (none retries), then starts
+    /// `task` (not in the scope's sets): a ``APIConcurrencyPolicy/cancelOthers`` task when it is sent,
+    /// a ``APIConcurrencyPolicy/debounceLatest`` one when its quiet wait ends.
+    mutating func startCancellingOthers(
+        _ task: AnyAPITask, in scope: ScopeState, waitedAlready: Bool, into actions: inout Actions
+    ) {
         for other in scope.started.snapshot() + scope.startedFromLine.snapshot() + scope.line.snapshot()
             + scope.quiet.snapshot()
         {
@@ -35,7 +44,7 @@ extension SchedulingMachine {
         }
         // Ending the last task of a named scope closed it; the new task opens it again, so the
         // scope it runs in is the one later tasks of the same key find.
-        startDirectly(task, in: reopen(scope, for: task), into: &actions)
+        startDirectly(task, in: reopen(scope, for: task), waitedAlready: waitedAlready, into: &actions)
     }
 
     /// ``APIConcurrencyPolicy/waitUntilDone``: starts in an idle scope, else joins the line.
@@ -97,10 +106,11 @@ extension SchedulingMachine {
         }
     }
 
-    /// ``APIConcurrencyPolicy/debounce``: replaces the debounced tasks still in their quiet wait, and
-    /// waits quietly itself; throttled ones keep their turns.
+    /// ``APIConcurrencyPolicy/debounce`` and ``APIConcurrencyPolicy/debounceLatest``: replaces the
+    /// tasks of its own policy still in their quiet wait, and waits quietly itself; throttled ones keep
+    /// their turns. (A `debounceLatest` task's start, ``quietEnded(_:)``, cancels the others.)
     private mutating func debounce(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
-        for quiet in scope.quiet.snapshot() where quiet.concurrencyPolicy == .debounce {
+        for quiet in scope.quiet.snapshot() where quiet.concurrencyPolicy == task.concurrencyPolicy {
             end(quiet, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
         }
         waitQuietly(task, in: reopen(scope, for: task), for: task.pacing.debounceInterval, into: &actions)

@@ -55,7 +55,8 @@ extension SchedulingMachine {
         return actions
     }
 
-    /// The quiet wait of a debounced task ended: still waiting, it starts.
+    /// The quiet wait of a debounced task ended: still waiting, it starts (a `debounceLatest` one
+    /// ending every other task of its scope first).
     mutating func quietEnded(_ task: AnyAPITask) -> Actions {
         var actions = Actions()
         guard case .waiting = task.record.lifecycle, task.record.membership == .quiet,
@@ -68,7 +69,11 @@ extension SchedulingMachine {
             return actions
         }
         scope.remove(task)
-        startDirectly(task, in: scope, waitedAlready: true, into: &actions)
+        if task.concurrencyPolicy == .debounceLatest {
+            startCancellingOthers(task, in: scope, waitedAlready: true, into: &actions)
+        } else {
+            startDirectly(task, in: scope, waitedAlready: true, into: &actions)
+        }
         return actions
     }
 

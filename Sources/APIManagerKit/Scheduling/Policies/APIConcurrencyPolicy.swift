@@ -34,8 +34,9 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// Waits a quiet interval (``APIRequest/debounceInterval``) before it starts; a newer `debounce`
     /// task of the scope sent during the wait replaces it (it ends as cancelled, reason
     /// ``APIError/CancellationReason/policy``, and nothing was sent for it). When the interval has
-    /// passed it starts at once, alongside whatever runs. Search-as-you-type: only the query typed
-    /// last, after a pause, is sent.
+    /// passed it starts at once, alongside whatever runs: an earlier task's answer may still arrive
+    /// after it. Suggestions that may overlap, a save after the last keystroke; for a search whose
+    /// screen shows one answer, ``debounceLatest``.
     case debounce
     /// Starts at most once per ``APIRequest/throttleInterval`` in the scope, counted from the last
     /// `throttle` task's start; a task sent sooner waits for its turn or, if the request's
@@ -53,6 +54,14 @@ public enum APIConcurrencyPolicy: String, Sendable, Hashable, CaseIterable {
     /// or stops the line (``APIEngine/DurableStore/Refusal``). A cart edited offline, sent when the
     /// app comes back.
     case durable
+    /// Search-as-you-type: waits a quiet interval (``APIRequest/debounceInterval``) as ``debounce``
+    /// does (a newer `debounceLatest` task of the scope sent during the wait replaces it), and when
+    /// it starts, every other in-flight task of the scope ends as cancelled (reason
+    /// ``APIError/CancellationReason/policy``; a running one's transport request is cancelled and its
+    /// answer dropped), as ``cancelOthers`` does. So the answer delivered last is always the latest
+    /// query's: a slow answer to a short query never arrives after the answer to the longer one
+    /// typed since. (Combine's `debounce` then `switchToLatest`; RxSwift's `flatMapLatest`.)
+    case debounceLatest
 }
 
 extension APIConcurrencyPolicy {
@@ -72,13 +81,13 @@ extension APIConcurrencyPolicy {
     var mayWaitInLine: Bool {
         switch self {
         case .waitUntilDone, .waitUntilDoneHighPriority, .conflate, .limited, .durable: return true
-        case .default, .cancelOthers, .ignoreCurrent, .debounce, .throttle: return false
+        case .default, .cancelOthers, .ignoreCurrent, .debounce, .debounceLatest, .throttle: return false
         }
     }
 
     /// Whether a task waits quietly before it starts (a debounce, a throttle's turn), so that its
     /// line limit's `maxWait` and its ``Pacing`` are read.
-    var isPaced: Bool { self == .debounce || self == .throttle }
+    var isPaced: Bool { self == .debounce || self == .debounceLatest || self == .throttle }
 
     /// Whether a task reads its request's ``APIRequest/concurrencyLimit`` (only a limited one does).
     var readsConcurrencyLimit: Bool { self == .limited }
