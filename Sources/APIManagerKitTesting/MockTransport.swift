@@ -301,6 +301,12 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             options.headReceived,
             version: version.flatMap { version in options.protocolVersionReceived.map { ($0, version) } },
             then: completion)
+        // As a real transport: a URL without a scheme (a relative request on an engine without a
+        // base URL) cannot be sent; nothing is recorded.
+        if let url = request.url, url.scheme == nil {
+            completion(.failure(URLError(.unsupportedURL)))
+            return Cancellation(transport: nil, number: 0)
+        }
         // A streamed body (a file) is read as a server would, so the record shows its bytes.
         var request = request
         if let stream = request.httpBodyStream {

@@ -248,6 +248,28 @@ final class SearchAPI: APIManager {
     init(engine: APIEngine) { self.engine = engine }
 }
 
+// MARK: the documentation of APIRequest (APIManagerKit.docc/APIRequest.md), "A base URL"
+
+struct GetProduct: APIRequest {
+    let id: Int
+    var path: String { "products/{id}" }
+    var parameters: APIParameters { .path(["id": .int(id)]) }
+}
+
+func makeShopEngine() -> APIEngine {
+    var configuration = APIEngine.Configuration()
+    configuration.baseURL = URL(string: "https://shop.example/api")
+    let engine = APIEngine(configuration: configuration)
+    return engine
+}
+
+final class ProductPageAPI: APIManager {
+    typealias Request = GetProduct
+    typealias Response = APIEmptyResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
 // MARK: Checks of the samples themselves
 
 // MARK: the documentation of APIRequest (APIManagerKit.docc/APIRequest.md)
@@ -296,6 +318,18 @@ struct CodeSamplesTests {
             return
         }
         #expect(transport.requests.count == 2)
+    }
+
+    @Test func theBaseURLSampleSendsTheProductPathUnderTheBasesPath() {
+        let transport = MockTransport()
+        transport.stub(.get, "/api/products/2", .status(204))
+        var configuration = makeShopEngine().configuration
+        configuration.transport = transport
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        let api = ProductPageAPI(engine: APIEngine(configuration: configuration))
+        #expect(api.send(GetProduct(id: 2)).state.name == "finished")
+        #expect(transport.requests.first?.url?.absoluteString == "https://shop.example/api/products/2")
     }
 
     @Test func theSearchSampleDeliversOnlyTheLatestQuerysAnswer() {

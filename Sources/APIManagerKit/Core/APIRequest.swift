@@ -13,7 +13,10 @@ import FoundationNetworking
 /// }
 /// ```
 public protocol APIRequest: Sendable {
-    /// The endpoint's URL, or its base URL when ``path`` is not empty.
+    /// The endpoint's URL, or its base URL when ``path`` is not empty. A URL without a scheme is
+    /// relative: joined to the engine's ``APIEngine/Configuration/baseURL`` when it is sent. `/`
+    /// (relative) unless overridden: a request of an engine with a base URL may give only its
+    /// ``path``.
     var url: URL { get }
     /// A path appended to ``url``, with `{name}` templates filled from ``parameters``. `""` unless
     /// overridden.
@@ -149,6 +152,7 @@ public protocol APIRequest: Sendable {
 }
 
 extension APIRequest {
+    public var url: URL { APIRequestDefaults.relativeRoot }
     public var path: String { "" }
     public var method: HTTPMethod { .get }
     public var headers: [String: String] { [:] }
@@ -194,6 +198,11 @@ extension APIRequest where Self: Encodable {
 
 /// Defaults shared by every request.
 public enum APIRequestDefaults {
+    /// The default ``APIRequest/url``: `/`, relative, joined to the engine's base URL.
+    static let relativeRoot: URL = {
+        guard let root = URL(string: "/") else { preconditionFailure("\"/\" is a URL reference") }
+        return root
+    }()
     /// 64 MiB: the default ``APIRequest/maxResponseBodySize``.
     public static let maxResponseBodySize = 64 << 20
     /// The largest `multipart/form-data` body built in memory: 10 MiB. A larger one is written to a

@@ -23,7 +23,8 @@ extension APIEngine {
             tellObservers(.started(attempt: number), of: attempt, at: attempt.startedAt)
         }
         switch BuildRequestStage.run(
-            task, persistedHeaders: settings.persistedHeaders, defaultHeaders: settings.defaultHeaders,
+            task, baseURL: settings.baseURL, persistedHeaders: settings.persistedHeaders,
+            defaultHeaders: settings.defaultHeaders,
             cookies: cookies,
             defersForms: acceptsBodyWriters, now: clock.date)
         {

@@ -16,6 +16,13 @@ extension APIEngine {
     /// configuration.execution = .inline`. Each default is the same as the one of
     /// ``APIEngine/init(transport:clock:randomSource:delivery:execution:cache:persistedHeaders:interceptors:authentication:defaultHeaders:cookies:circuitBreaker:retryBudget:)``.
     public struct Configuration: Sendable {
+        /// The URL a request's relative URL is joined to: a request that gives only a ``APIRequest/path``
+        /// (its ``APIRequest/url`` left as is), or a `url` without a scheme, is sent to this URL's path
+        /// followed by its own, with exactly one `/` between them (`https://api.example.com/v1` and
+        /// `products/2` or `/products/2`: `https://api.example.com/v1/products/2`). A request's absolute
+        /// `url` wins. None unless set: a relative request then fails with
+        /// ``APIError/invalidRequest(reason:underlying:)`` naming this setting.
+        public var baseURL: URL?
         /// The transport attempts are sent with. ``URLSessionTransport/shared`` unless set.
         public var transport: any APITransport
         /// The clock retries and deadlines are timed with. A ``DispatchClock`` unless set.
@@ -70,8 +77,10 @@ extension APIEngine {
             authentication: APIAuthentication? = nil, defaultHeaders: APIEngine.DefaultHeaders,
             cookies: APICookieStore? = nil, circuitBreaker: APIEngine.CircuitBreaker? = nil,
             retryBudget: APIEngine.RetryBudget? = nil, durableStore: APIEngine.DurableStore? = nil,
-            connectivity: (any APIEngine.Connectivity)? = nil, observers: [any APIEngine.Observer]
+            connectivity: (any APIEngine.Connectivity)? = nil, observers: [any APIEngine.Observer],
+            baseURL: URL? = nil
         ) {
+            self.baseURL = baseURL
             self.transport = transport
             self.clock = clock
             self.randomSource = randomSource
@@ -105,6 +114,8 @@ extension APIEngine {
     // for every request reads `settings.x` itself: an accessor returns a copy, and copying the
     // optional `persistedHeaders` out of it cost about 150 instructions a request (SendCost).
 
+    /// The URL a request's relative URL is joined to; `nil` for none (``Configuration/baseURL``).
+    public var baseURL: URL? { settings.baseURL }
     /// The transport attempts are sent with (``Configuration/transport``).
     public var transport: any APITransport { settings.transport }
     /// The clock retries and deadlines are timed with (``Configuration/clock``).

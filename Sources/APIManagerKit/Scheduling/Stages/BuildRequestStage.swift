@@ -16,12 +16,18 @@ enum BuildRequestStage {
     }
 
     static func run(
-        _ task: AnyAPITask, persistedHeaders: APIAuthentication.PersistedHeaders?,
+        _ task: AnyAPITask, baseURL: URL?, persistedHeaders: APIAuthentication.PersistedHeaders?,
         defaultHeaders: APIEngine.DefaultHeaders,
         cookies: APICookieStore?, defersForms: Bool, now: @autoclosure () -> Date
     ) -> Result<Built, APIError> {
         do throws(APIError) {
             var request = try defersForms ? makeDeferringForms(task) : task.makeURLRequest()
+            // A relative URL (a request that gave only its path) joins the engine's base URL. Without
+            // one it is left as it is: the transport refuses it, and ``TransportStage`` says why
+            // (reading a built URL's scheme costs several hundred instructions on Linux).
+            if let baseURL, let url = request.url, url.scheme == nil {
+                request.url = try BaseURL.join(url, to: baseURL)
+            }
             if let idempotency = task.idempotencyHeader {
                 if let own = request.value(forHTTPHeaderField: idempotency.name) {
                     task.recordOwnIdempotencyKey(own)

@@ -14,7 +14,11 @@ enum TransportStage {
         persistedHeaders: APIAuthentication.PersistedHeaders?,
         cookies: APICookieStore?, now: @autoclosure () -> Date
     ) -> Result<APIRawResponse, APIError> {
-        var result = result.mapError(APIError.wrapTransport)
+        var result = result.mapError { error in
+            // A relative URL on an engine without a base URL: the transport could not send it.
+            if let url = sent.request.url, url.scheme == nil { return BaseURL.missing(for: url) }
+            return APIError.wrapTransport(error)
+        }
         if case .success(let raw) = result, let limit = sent.task.maxResponseBodySize, raw.body.count > limit {
             result = .failure(.responseTooLarge(limit: limit))
         }
