@@ -259,8 +259,7 @@ struct GetProduct: APIRequest {
 func makeShopEngine() -> APIEngine {
     var configuration = APIEngine.Configuration()
     configuration.baseURL = URL(string: "https://shop.example/api")
-    let engine = APIEngine(configuration: configuration)
-    return engine
+    return APIEngine(configuration: configuration)
 }
 
 final class ProductPageAPI: APIManager {
