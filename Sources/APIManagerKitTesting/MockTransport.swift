@@ -10,7 +10,8 @@ import FoundationNetworking
 /// Routes match by method (any when `nil`) and URL path; a route answers with its replies in turn,
 /// repeating the last. A reply can carry a latency, counted on the transport's clock (a `TestClock`
 /// in tests), or be held until the test releases it. A reply with neither completes inside `send`.
-/// A request that no route matches gets ``unmatchedReply`` (404 unless set).
+/// A request that no route matches fails with ``UnmatchedRequest``, which names its method, its URL
+/// and the routes there are (or gets ``unmatchedReply``, when set).
 ///
 /// Cancelling a pending request completes it with `URLError(.cancelled)`, as `URLSession` does, and is
 /// recorded.
@@ -168,7 +169,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         var routes: [Route] = []
         var records: [Record] = []
         var pending: [Int: Pending] = [:]
-        var unmatchedReply = Reply.status(404, body: Data("no route".utf8))
+        var unmatchedReply: Reply?
         var protocolVersion: String?
     }
 
@@ -207,10 +208,36 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         addRoute(Route(method: method, path: path, replies: [], handler: handler))
     }
 
-    /// The answer to a request no route matches. `404 "no route"` unless set.
+    /// The answer to a request no route matches, in place of failing it with ``UnmatchedRequest``.
+    /// Unset unless set (reading it then gives `404 "no route"`, the answer before 1.1).
     public var unmatchedReply: Reply {
-        get { lock.withLock { state.unmatchedReply } }
+        get { lock.withLock { state.unmatchedReply } ?? .status(404, body: Data("no route".utf8)) }
         set { lock.withLock { state.unmatchedReply = newValue } }
+    }
+
+    /// What a request no route matches fails with (unless ``unmatchedReply`` is set): the engine
+    /// ends its attempt with `APIError.transport(underlying:)` carrying it, never retried.
+    ///
+    /// ```
+    /// no stub matches GET https://api.test/items?page=2; the stubs: GET /item, any /users
+    /// ```
+    public struct UnmatchedRequest: LocalizedError, CustomStringConvertible, Sendable {
+        /// The request's method.
+        public let method: String
+        /// The request's URL.
+        public let url: URL?
+        /// The routes there were, as `METHOD /path` (`any` for a route of every method), in the
+        /// order they were added.
+        public let stubs: [String]
+
+        public var description: String {
+            let url = url.map { APISecrets.redacted($0) } ?? "(no URL)"
+            let stubs = stubs.isEmpty ? "there is none" : "the stubs: " + stubs.joined(separator: ", ")
+            return "no stub matches \(method) \(url); \(stubs)"
+        }
+
+        /// The same sentence, for `APIError`'s description and `localizedDescription`.
+        public var errorDescription: String? { description }
     }
 
     private func addRoute(_ route: Route) {
@@ -314,7 +341,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             request.httpBodyStream = nil  // clears `httpBody` too: set it after
             request.httpBody = body
         }
-        let (number, reply): (Int, Reply) = lock.withLock {
+        let (number, reply, unmatched): (Int, Reply, UnmatchedRequest?) = lock.withLock {
             let number = state.records.count + 1
             var record = Record(number: number, request: request, outcome: .pending, sentAt: now)
             record.options = options
@@ -323,15 +350,27 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             let path = request.url?.path ?? ""
             let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
             let index = state.routes.lastIndex { $0.path == path && ($0.method == nil || $0.method == method) }
-            var reply = state.unmatchedReply
-            if let index, let next = state.routes[index].nextReply(for: request) { reply = next }
+            var matched: Reply?
+            if let index { matched = state.routes[index].nextReply(for: request) }
+            guard let reply = matched ?? state.unmatchedReply else {
+                state.records[number - 1].outcome = .completed
+                state.records[number - 1].endedAt = now
+                let unmatched = UnmatchedRequest(
+                    method: method.rawValue, url: request.url,
+                    stubs: state.routes.map { "\($0.method?.rawValue ?? "any") \($0.path)" })
+                return (number, Reply.status(404), unmatched)
+            }
             if reply.isHeld || reply.latency > 0 {
                 state.pending[number] = Pending(number: number, reply: reply, completion: completion, timer: nil)
                 if reply.isHeld { state.records[number - 1].outcome = .held }
             }
-            return (number, reply)
+            return (number, reply, nil)
         }
         let cancellable = Cancellation(transport: self, number: number)
+        if let unmatched {
+            completion(.failure(unmatched))
+            return cancellable
+        }
         if reply.isHeld { return cancellable }
         if reply.isStaged {
             lock.withLock {

@@ -45,6 +45,7 @@ struct DelegateTests {
             engine: APIEngine(transport: h.transport, clock: h.clock, delivery: .inline, execution: .inline))
         let screen = BasketScreen()
         api.delegate = screen
+        h.transport.stub(nil, "/missing", .status(404, body: Data("no route".utf8)))
         api.send(TestRequest("/ok"))
         api.send(TestRequest("/missing"))
         #expect(screen.updates == ["ok"])
@@ -212,7 +213,8 @@ struct DelegateTests {
         var request = TestRequest("/ok")
         request.url = URL(string: "mailto:someone@example.com")!
         let task = h.send(request)
-        #expect(task.state.name == "invalidRequest" || task.state.name == "status(404)")
+        // Built or not, it fails (no stub matches it on the mock transport): it never crashes.
+        #expect(task.state.name == "invalidRequest" || task.state.name == "transport(-1)")
     }
 }
 

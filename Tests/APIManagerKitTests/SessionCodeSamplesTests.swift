@@ -161,3 +161,34 @@ struct SessionCodeSamplesTests {
         #expect(tasks.allSatisfy { $0.state.description == "finished" })
     }
 }
+
+// MARK: article "Sessions", "Testing" (word for word)
+
+struct AccountRequest: APIRequest {
+    var url: URL { URL(string: "https://api.example.com/me")! }
+}
+
+final class AccountAPI: APIManager {
+    typealias Request = AccountRequest
+    typealias Response = APIEmptyResponse
+    let engine: APIEngine
+    init(engine: APIEngine) { self.engine = engine }
+}
+
+@Test func oneRefreshServesEveryRefusedRequest() {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(nil, "/me") { request in
+        request.value(forHTTPHeaderField: "Authorization") == "Bearer token-1" ? .json("{}") : .status(401)
+    }
+    let refresher = MockAuthenticator(holdsRefreshes: true)
+    let session = APIAuthentication(authenticator: refresher, clock: clock)
+    session.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
+    let api = AccountAPI(
+        engine: APIEngine(
+            transport: transport, clock: clock, delivery: .inline, execution: .inline, authentication: session))
+    let tasks = (0..<3).map { _ in api.send(AccountRequest()) }  // the first refused: one refresh, held
+    #expect(refresher.refreshCount == 1)
+    refresher.release()  // token-1; all three go with it
+    #expect(tasks.allSatisfy { $0.state == .finished })
+}

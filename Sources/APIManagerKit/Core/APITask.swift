@@ -15,7 +15,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     // `let`s never change, and `engine` is a weak reference, which is thread-safe.
 
     /// The lifecycle of a task as seen from outside.
-    public enum State: Sendable, CustomStringConvertible {
+    ///
+    /// States compare equal with `==`, so a test writes
+    /// `#expect(task.state == .failed(.cancelled(reason: .policy)))`: two failures are equal when
+    /// their errors say the same (``APIError/description``: the case and what it carries, such as
+    /// the cancellation's reason, the status and the server's message, or the limit that was met).
+    public enum State: Sendable, Equatable, CustomStringConvertible {
         /// Queued behind other tasks of its scope (``APIConcurrencyPolicy/waitUntilDone`` and
         /// ``APIConcurrencyPolicy/waitUntilDoneHighPriority``), or not yet handed to the engine.
         case waiting
@@ -29,6 +34,18 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         case failed(APIError)
 
         /// Whether the task has ended and will never change again.
+        public static func == (lhs: State, rhs: State) -> Bool {
+            switch (lhs, rhs) {
+            case (.waiting, .waiting), (.running, .running), (.waitingForRetry, .waitingForRetry),
+                (.finished, .finished):
+                return true
+            case (.failed(let left), .failed(let right)):
+                return left.description == right.description
+            case (.waiting, _), (.running, _), (.waitingForRetry, _), (.finished, _), (.failed, _):
+                return false
+            }
+        }
+
         public var isTerminal: Bool {
             switch self {
             case .finished, .failed: return true

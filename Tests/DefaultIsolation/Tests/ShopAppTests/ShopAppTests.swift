@@ -34,7 +34,7 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
 
     clock.advance(by: 0.3)
     #expect(screen.carts.count == 2)
-    #expect(transport.records.map(\.sentAt) == [0, 0.3])
+    #expect(transport.records.map { Int(($0.sentAt * 1000).rounded()) } == [0, 300])  // in whole milliseconds
 }
 
 // Article "The delegate and async", "A screen on the main actor": the test.
