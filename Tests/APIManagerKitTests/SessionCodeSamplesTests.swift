@@ -54,6 +54,10 @@ struct OAuthRefresher: APIAuthentication.Authenticator {
                 .joined(separator: "&").utf8)
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        // The refresh token itself is no longer valid: the session signs out (see below).
+        if status == 400, String(decoding: data, as: UTF8.self).contains("invalid_grant") {
+            throw APIAuthentication.CredentialRejected(reason: "invalid_grant")
+        }
         guard status == 200 else { throw Refused(status: status) }
         struct Tokens: Decodable {
             let accessToken: String
@@ -128,7 +132,15 @@ struct SessionCodeSamplesTests {
             authenticator: OAuthRefresher(
                 tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "shop-ios"),
             store: APIAuthentication.FileCredentialStore(
-                fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-session.json")))
+                fileURL: FileManager.default.temporaryDirectory.appendingPathComponent("example-session.json")),
+            // The storm guard: at most this many refreshes in a window, then refreshes fail at once.
+            // Its default is 3 a minute; a server whose access tokens live a few minutes needs more.
+            refreshLimit: APIAuthentication.RefreshLimit(maxRefreshes: 10, window: 60))
+        // When the refresh token is rejected, the session signs out and says so once:
+        session.onSignOut = { rejection in
+            Task { @MainActor in print("show the login screen: \(rejection)") }
+        }
+        #expect(session.refreshLimit.maxRefreshes == 10 && session.onSignOut != nil)
         // After the login screen (the tokens survive a restart: the store is read at start):
         session.signIn(with: APIAuthentication.Credential(accessToken: "eyJ…access", refreshToken: "eyJ…refresh"))
         // Every manager whose engine shares the session shares its refreshes:

@@ -95,6 +95,8 @@ public final class APIAuthentication: Sendable {
     /// The credential, its refresh and the store's writes (see ``RefreshMachine``), behind one lock;
     /// no user code (authenticator, store, clock) is called while it is held.
     private let state: LockedState<RefreshMachine>
+    /// Who hears of a sign-out (see ``onSignOut``).
+    let listeners = LockedState(SignOutListeners())
 
     /// - Parameters:
     ///   - authenticator: how the credential is applied, refused and renewed.
@@ -166,6 +168,7 @@ public final class APIAuthentication: Sendable {
             case .resume(let waiters, let result): for resume in waiters { resume(result) }
             case .runRefresh(let credential, let identifier):
                 if let work { run(refreshOf: credential, identifier: identifier, work: work) }
+            case .signedOut(let rejection): tellSignedOut(rejection)
             }
         }
     }

@@ -43,6 +43,9 @@ struct RefreshMachine {
         /// Run the authenticator's refresh of the credential, with its timer; report the handles
         /// with ``refreshStarted(_:work:timer:into:)``.
         case runRefresh(APIAuthentication.Credential, identifier: UInt64)
+        /// Tell the app and the engines that the session signed out: the refresh credential was
+        /// rejected (after the write, before the waiters are told).
+        case signedOut(APIAuthentication.CredentialRejected)
 
         var description: String {
             switch self {
@@ -52,6 +55,7 @@ struct RefreshMachine {
                 return "resume \(waiters.count) with \(grant.credential?.accessToken ?? "none") #\(grant.generation)"
             case .resume(let waiters, .failure(let error)): return "resume \(waiters.count) with \(error)"
             case .runRefresh(let credential, let identifier): return "refresh \(credential.accessToken) #\(identifier)"
+            case .signedOut(let rejection): return "signed out: \(rejection.reason ?? "no reason")"
             }
         }
     }
@@ -85,6 +89,9 @@ struct RefreshMachine {
     private var pendingWrite: APIAuthentication.Credential??
     /// Whether a thread is writing to the store now.
     private var writing = false
+    /// The sign-out a rejected refresh credential caused, while no sign-in has replaced it: requests
+    /// sent with the credential of generation `renewing` fail with `failure` when refused.
+    private var rejection: (failure: APIError, renewing: UInt64)?
 
     init(credential: APIAuthentication.Credential?) {
         phase = credential.map(Phase.ready) ?? .signedOut
@@ -120,6 +127,7 @@ struct RefreshMachine {
     mutating func replace(with credential: APIAuthentication.Credential?, into actions: inout [Action]) {
         let overruled = takeRefresh()
         phase = credential.map(Phase.ready) ?? .signedOut
+        rejection = nil
         generation &+= 1
         pendingWrite = .some(credential)
         if let overruled { cancelHandles(of: overruled, into: &actions) }
@@ -139,6 +147,9 @@ struct RefreshMachine {
         case .refreshing:
             return .decided(.waiting(key: addWaiter(resume)))
         case .signedOut:
+            // Refused with the credential whose renewal signed the session out: it fails as the
+            // requests waiting for that refresh did. Any other: an ordinary response.
+            if let rejection, rejection.renewing == sent { return .decided(.now(.failure(rejection.failure))) }
             return .ordinary
         case .failed(_, let failure, let renewing) where renewing == sent:
             // Refused together with the requests the failed refresh was for.
@@ -199,6 +210,13 @@ struct RefreshMachine {
             phase = .ready(renewed)
             pendingWrite = .some(renewed)
             result = .success(currentGrant)
+        case .failure(let rejected as APIAuthentication.CredentialRejected):
+            // The refresh credential itself is no longer valid: signed out, once, and forgotten.
+            let failure = APIError.authenticationFailed(underlying: rejected)
+            phase = .signedOut
+            rejection = (failure, refresh.renewing)
+            pendingWrite = .some(nil)
+            result = .failure(failure)
         case .failure(let error):
             // Requests sent from now on may try again; those sent before fail with this error.
             let failure = APIError.authenticationFailed(underlying: error)
@@ -206,7 +224,13 @@ struct RefreshMachine {
             result = .failure(failure)
         }
         cancelHandles(of: refresh, into: &actions)  // the timer, or the task that timed out
-        if case .success = outcome { actions.append(.write) }
+        switch outcome {
+        case .success: actions.append(.write)
+        case .failure(let rejected as APIAuthentication.CredentialRejected):
+            actions.append(.write)
+            actions.append(.signedOut(rejected))
+        case .failure: break
+        }
         actions.append(.resume(refresh.waiters.map(\.resume), result))
     }
 

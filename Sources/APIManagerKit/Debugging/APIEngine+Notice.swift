@@ -32,6 +32,11 @@ extension APIEngine {
             /// The retry the task would have made after ``Notice/error`` was refused by the engine's
             /// ``APIEngine/RetryBudget``: the task ends with that error. On the attempt's thread.
             public static let retryRefused = Kind(name: "retryRefused")
+            /// The engine's ``APIAuthentication`` signed out: its authenticator found the refresh
+            /// credential rejected (``APIAuthentication/CredentialRejected``, in ``Notice/error``).
+            /// Once per sign-out, to every engine made with the session, on the thread that ended
+            /// the refresh.
+            public static let signedOut = Kind(name: "signedOut")
         }
 
         /// What it is about.
@@ -92,6 +97,14 @@ extension APIEngine {
                     "delegate events have waited \(Int(interval)) s on \(name) (APIEngine.delivery) and none was delivered: "
                     + "nothing runs it. A command-line tool, a server or a test that runs no main loop sets "
                     + "`delivery = .inline`, or runs the main queue (dispatchMain(), RunLoop.main.run()).")
+        }
+
+        /// The notice of a session's sign-out: its refresh credential was rejected.
+        static func signedOut(_ rejection: APIAuthentication.CredentialRejected) -> Notice {
+            Notice(
+                kind: .signedOut,
+                description: "signed out: \(rejection); requests go without a credential until the app signs in again",
+                error: .authenticationFailed(underlying: rejection))
         }
 
         /// The notice of what the circuit breaker or the retry budget did to `attempt`; `nil` for a

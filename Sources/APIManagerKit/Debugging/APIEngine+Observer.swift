@@ -57,7 +57,8 @@ extension APIEngine {
         /// ``APIEngine/Notice``), without any lock held: a stalled delivery at most once per engine,
         /// on the thread of the engine's clock timer that found it; a circuit opened or closed and a
         /// retry the budget refused each time, on the attempt's thread, after its
-        /// ``Observation/Kind/attemptEnded(_:)``. Does nothing unless implemented; an engine with no
+        /// ``Observation/Kind/attemptEnded(_:)``; the session's sign-out (its refresh credential
+        /// rejected) once, on the thread that ended the refresh. Does nothing unless implemented; an engine with no
         /// observer writes a stalled delivery to standard error.
         func notice(_ notice: APIEngine.Notice)
     }

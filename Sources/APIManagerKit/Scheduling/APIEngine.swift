@@ -123,6 +123,9 @@ public final class APIEngine: @unchecked Sendable {
         configuration.connectivity?.start { [weak self] isReachable in
             self?.connectivityChanged(isReachable: isReachable)
         }
+        if let authentication = configuration.authentication, !configuration.observers.isEmpty {
+            authentication.addSignOutListener(self)
+        }
     }
 
     deinit {
