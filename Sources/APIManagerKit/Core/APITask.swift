@@ -33,7 +33,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
         /// Ended without a response: cancelled, ignored, timed out or failed.
         case failed(APIError)
 
-        /// Whether the task has ended and will never change again.
+        /// Equal when both are the same case, two failures when their errors say the same (see ``State``).
         public static func == (lhs: State, rhs: State) -> Bool {
             switch (lhs, rhs) {
             case (.waiting, .waiting), (.running, .running), (.waitingForRetry, .waitingForRetry),
@@ -46,6 +46,7 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
             }
         }
 
+        /// Whether the task has ended and will never change again.
         public var isTerminal: Bool {
             switch self {
             case .finished, .failed: return true
