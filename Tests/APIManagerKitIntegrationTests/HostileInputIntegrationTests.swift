@@ -142,15 +142,17 @@ struct HostileInputIntegrationTests {
     }
 
     @Test func aDeclaredLengthPastTheLimitStopsBeforeTheBody() async throws {
-        // The server sends the head at once and the body only 4 s later: the answer must not wait.
-        var request = HTTPRequest("fixture/bytes/300000", parameters: .query(["stall": "4"]))
+        // The server sends the head at once and the body only 8 s later: the answer must not wait.
+        // (The margin is for a machine busy with other builds: FoundationNetworking's delegate
+        // queue has been seen to hand nothing over for seconds there.)
+        var request = HTTPRequest("fixture/bytes/300000", parameters: .query(["stall": "8"]))
         request.maxBodySize = 100_000
         let started = Date()
         let error = await failure { () async throws(APIError) in
             try await Client<APIRawResponse>().response(for: request)
         }
         #expect(error.map(describeKind) == "responseTooLarge")
-        #expect(Date().timeIntervalSince(started) < 3)
+        #expect(Date().timeIntervalSince(started) < 6)
         request = HTTPRequest("fixture/bytes/300000")
         request.maxBodySize = 300_000
         #expect(try await Client<APIRawResponse>().response(for: request).body.count == 300_000)
