@@ -129,6 +129,17 @@ else:
         "protocol CartAPIDelegate", "nonisolated protocol CartAPIDelegate", 1)
     if in_app not in app_sources:
         errors.append("README.md: the first manager, with its two `nonisolated`, is not in Tests/DefaultIsolation word for word")
+hello = re.search(r"## Hello, world.*?```swift\n(.*?)```", readme, re.DOTALL)
+if not hello:
+    errors.append("README.md: no Swift sample under \"Hello, world\"")
+else:
+    if hello.group(1) not in root_samples:
+        errors.append("README.md: the hello world is not in CodeSamplesTests.swift word for word")
+    if hello.group(1) not in app_sources:
+        errors.append("README.md: the hello world is not in Tests/DefaultIsolation word for word")
+    names = set(re.findall(r"\bAPI[A-Z][A-Za-z]*", hello.group(1))) - {"HelloAPI"}
+    if len(names) > 5:
+        errors.append(f"README.md: the hello world uses {len(names)} of the library's names, more than five")
 delegate_article = open("Sources/APIManagerKit/APIManagerKit.docc/DelegateAndAsync.md").read()
 main_actor_section = delegate_article.split("## A screen on the main actor", 1)[-1].split("\n## ", 1)[0]
 for block in re.findall(r"```swift\n(.*?)```", main_actor_section, re.DOTALL):

@@ -5,6 +5,27 @@ import APIManagerKitTesting
 import Foundation
 import Testing
 
+// MARK: README "Hello, world"
+
+struct Hello: APIRequest {
+    let url = URL(string: "https://httpbin.org/get")!
+}
+
+struct Greeting: APIResponse, Decodable {
+    let url: String
+}
+
+final class HelloAPI: APIManager {
+    typealias Request = Hello
+    typealias Response = Greeting
+    let engine = APIEngine()
+}
+
+func sayHello() async throws {
+    let greeting = try await HelloAPI().response(for: Hello())
+    print("GET \(greeting.url) answered")
+}
+
 // MARK: README "A first manager", article "Getting started"
 
 struct CartItem: Codable, Sendable, Equatable {
@@ -317,6 +338,13 @@ struct CodeSamplesTests {
             return
         }
         #expect(transport.requests.count == 2)
+    }
+
+    @Test func theHelloWorldRequestAndResponseAreWhatTheREADMESays() throws {
+        #expect(Hello().url.absoluteString == "https://httpbin.org/get" && Hello().method == .get)
+        let greeting = try JSONDecoder().decode(Greeting.self, from: Data(#"{"url":"https://httpbin.org/get"}"#.utf8))
+        #expect(greeting.url == "https://httpbin.org/get")
+        #expect(HelloAPI().engine.transport is URLSessionTransport)
     }
 
     @Test func theBaseURLSampleSendsTheProductPathUnderTheBasesPath() {
