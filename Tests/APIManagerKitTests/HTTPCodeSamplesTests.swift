@@ -213,11 +213,9 @@ struct HTTPCodeSamplesTests {
     @Test func theCURLAndMonitorSamplesRun() throws {
         let curl = try ItemsRequest(store: "lisbon", query: "lamp").cURLDescription()
         #expect(curl.hasPrefix("curl \\\n\t'https://shop.example.com/api/stores/lisbon/items?"))
-        let loggedEngine = APIEngine()
-        loggedEngine.eventMonitor = { event in
-            print(event)
-        }
-        #expect(loggedEngine.eventMonitor != nil)
+        var loggedConfiguration = APIEngine.Configuration()
+        loggedConfiguration.observers = [APIEngine.LogObserver()]
+        #expect(APIEngine(configuration: loggedConfiguration).observers.count == 1)
     }
 
     @Test func theSwitchOverEveryErrorKindReadsEachPayload() {
