@@ -11,6 +11,7 @@ Checked:
 - the source folders: every folder of `Sources/APIManagerKit/` (subfolders included, the DocC
   catalog left out) has its row in CONTRIBUTING.md's "Where things live" table, named `Folder/`
   (or `Parent/Folder/`), and the table names no folder that does not exist;
+- every Swift sample of a doc comment in `Sources/`: in `DocCommentSamplesTests.swift`, line by line;
 - the Swift samples of `APIRequest.md`, `OfflineAndRelaunch.md` and `ObservingRequests.md`: each is in its test file
   (`CodeSamplesTests.swift`, `DurableCodeSamplesTests.swift`) word for word;
 - the version: the latest release in CHANGELOG.md (`## [x.y.z] - date`), the README's install line
@@ -111,6 +112,29 @@ for article, tests in [("APIRequest.md", "CodeSamplesTests.swift"), ("OfflineAnd
     for block in re.findall(r"```swift\n(.*?)```", doc, re.DOTALL):
         if block not in code_samples:
             errors.append(f"{article}: a Swift sample is not in {tests} word for word")
+
+# Every Swift sample of the library's doc comments, compiled by DocCommentSamplesTests: each of its
+# lines, in order, whatever the indentation and the spaces between words (the samples sit inside the
+# declarations that give them their context there).
+def normalized(lines):
+    return [" ".join(line.split()) for line in lines if line.strip()]
+
+
+compiled_comments = normalized(open("Tests/APIManagerKitTests/DocCommentSamplesTests.swift").read().splitlines())
+compiled_text = "\n".join(compiled_comments)
+for path in sorted(glob.glob("Sources/**/*.swift", recursive=True)):
+    lines = open(path).read().splitlines()
+    index = 0
+    while index < len(lines):
+        if lines[index].strip() == "/// ```swift":
+            end = index + 1
+            while end < len(lines) and lines[end].strip() != "/// ```":
+                end += 1
+            block = normalized(re.sub(r"^\s*/// ?", "", line) for line in lines[index + 1:end])
+            if "\n".join(block) not in compiled_text:
+                errors.append(f"{path}:{index + 1}: a doc-comment sample is not in DocCommentSamplesTests.swift word for word")
+            index = end
+        index += 1
 
 # The README's first manager, compiled as it is by CodeSamplesTests and, with the two `nonisolated`
 # the README names, in an app target with default isolation MainActor (Tests/DefaultIsolation); the

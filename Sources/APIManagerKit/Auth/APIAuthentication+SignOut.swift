@@ -14,7 +14,7 @@ extension APIAuthentication {
     /// without a credential (a refusal is then an ordinary response) until the app signs in again.
     ///
     /// ```swift
-    /// guard status != 400 || error != "invalid_grant" else {
+    /// guard status != 400 || error != "invalid_grant" else {  // the token endpoint's answer
     ///     throw APIAuthentication.CredentialRejected(reason: "the refresh token is no longer valid")
     /// }
     /// ```

@@ -66,10 +66,14 @@ extension APIRawResponse: APIResponse {
 ///
 /// ```swift
 /// struct WeatherResponse: APIEnvelopeResponse {
+///     struct Refused: Error { let message: String }
 ///     let temperature: Double
 ///     init(code: Int, message: String, result: Any?) throws {
-///         guard code == 0 else { throw APIError.rejected(underlying: ServerMessage(message), …) }
-///         …
+///         guard code == 0 else { throw Refused(message: message) }  // the task fails: `rejected`
+///         guard let fields = result as? [String: Any], let temperature = fields["temperature"] as? Double else {
+///             throw Refused(message: "no temperature")
+///         }
+///         self.temperature = temperature
 ///     }
 /// }
 /// ```

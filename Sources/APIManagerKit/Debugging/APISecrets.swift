@@ -25,8 +25,8 @@ import FoundationNetworking
 /// The user and password of a URL are always secret.
 ///
 /// ```swift
-/// APISecrets.isSecret("X-API-Key")                        // true
-/// APISecrets.redacted(URL(string: "https://u:p@a.test/?api_key=k&page=2")!)
+/// let secret = APISecrets.isSecret("X-API-Key")  // true
+/// let shown = APISecrets.redacted(URL(string: "https://u:p@a.test/?api_key=k&page=2")!)
 /// // "https://***:***@a.test/?api_key=***&page=2"
 /// ```
 public enum APISecrets {

@@ -5,11 +5,10 @@ extension APIParameters {
     ///
     /// ```swift
     /// var bodyEncoding: APIParameters.BodyEncoding { .form }
-    /// var bodyEncoding: APIParameters.BodyEncoding { .json(encoder: snakeCaseEncoder) }
-    /// var bodyEncoding: APIParameters.BodyEncoding {
-    ///     .custom(contentType: "application/x-plist") { parameters in try encodePlist(parameters) }
-    /// }
     /// ```
+    ///
+    /// Or `.json(encoder: snakeCaseEncoder)`, or your own:
+    /// `.custom(contentType: "application/x-plist") { parameters in try encodePlist(parameters) }`.
     public struct BodyEncoding: Sendable {
         /// The media type of the bodies this encoding makes.
         public let contentType: String

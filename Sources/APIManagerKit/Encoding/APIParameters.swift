@@ -7,14 +7,14 @@ import Foundation
 /// names a `{key}` in ``APIRequest/path`` fills it instead.
 ///
 /// ```swift
-/// var parameters: APIParameters { ["q": query, "page": 2] }
+/// var parameters: APIParameters { ["q": .string(query), "page": 2] }
 /// ```
 ///
 /// Parts compose; a later part wins a key given twice:
 ///
 /// ```swift
 /// var parameters: APIParameters {
-///     [.path(["id": itemID]), .query(["notify": true]), .json(["quantity": 3])]
+///     [.path(["id": .int(itemID)]), .query(["notify": true]), .json(["quantity": 3])]
 /// }
 /// ```
 public struct APIParameters: Sendable, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral {

@@ -2,10 +2,10 @@
 /// takes them.
 ///
 /// ```swift
-/// var acceptableStatusCodes: APIStatusCodes { [200, 201, 304] }            // single codes
-/// var acceptableStatusCodes: APIStatusCodes { APIStatusCodes(200..<300) }  // a range
-/// var acceptableStatusCodes: APIStatusCodes { .success.union([304, 409]) } // both
+/// var acceptableStatusCodes: APIStatusCodes { .success.union([304, 409]) }  // a range and single codes
 /// ```
+///
+/// Single codes alone are an array literal (`[200, 201, 304]`), a range `APIStatusCodes(200..<300)`.
 public struct APIStatusCodes: Sendable, Hashable, ExpressibleByArrayLiteral, CustomStringConvertible {
     /// The ranges the set is made of, sorted, neither empty nor overlapping nor touching.
     public private(set) var ranges: [Range<Int>]

@@ -18,10 +18,12 @@ import FoundationNetworking
 /// method's request type and read the request from the value:
 ///
 /// ```swift
-/// func send(_ request: APIHTTPRequest, options: APITransportOptions,
-///           completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void) -> any APICancellable {
+/// func send(
+///     _ request: APIHTTPRequest, options: APITransportOptions,
+///     completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+/// ) -> any APICancellable {
 ///     let urlRequest = request.urlRequest  // or request.method, .url, .headerFields, .body
-///     …
+///     return legacyClient.start(urlRequest, completion: completion)  // what the old method did
 /// }
 /// ```
 public protocol APITransport: Sendable {

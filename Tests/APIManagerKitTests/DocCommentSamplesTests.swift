@@ -1,0 +1,353 @@
+// The code samples of the library's doc comments, compiled here (Scripts/check-doc-counts.py fails
+// when one is not, word for word, line by line whatever the indentation and spacing), and run where
+// they can be. The names they take for granted are defined first.
+import APIManagerKit
+import APIManagerKitTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+enum DocSamples {
+    // MARK: What the samples take for granted
+
+    static let appSupport = FileManager.default.temporaryDirectory
+    static let applicationSupport = FileManager.default.temporaryDirectory
+    static let photoURL = URL(fileURLWithPath: "/tmp/photo.jpg")
+    static let keychainStore = APIAuthentication.InMemoryCredentialStore()
+    static let access = "access-token"
+    static let refresh = "refresh-token"
+
+    struct TokenRefresher: APIAuthentication.Authenticator {
+        func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
+            credential
+        }
+    }
+
+    struct CartResponse: APIResponse, Decodable {
+        let items: [String]
+    }
+
+    struct Export: Sendable {
+        let size: Int64 = 3
+        func makeInputStream() throws -> InputStream { InputStream(data: Data("abc".utf8)) }
+    }
+
+    struct LegacyClient: Sendable {
+        func start(
+            _ request: URLRequest, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            completion(.success(APIRawResponse(statusCode: 204, headers: [:], body: Data())))
+            return Ignored()
+        }
+        struct Ignored: APICancellable { func cancel() {} }
+    }
+
+    struct IssuesRequest: APIRequest {
+        var url = URL(string: "https://api.github.com/repositories/1/issues")!
+    }
+
+    struct Issues: APIResponse, Decodable {
+        let issues: [String]
+    }
+
+    final class IssuesAPI: APIManager {
+        typealias Request = IssuesRequest
+        typealias Response = Issues
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    struct CompletionRequest: APIRequest {
+        let prompt: String
+        var url: URL { URL(string: "https://api.example.com/complete")! }
+    }
+
+    final class ChatAPI: APIManager {
+        typealias Request = CompletionRequest
+        typealias Response = APIRawResponse
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    static func show(_ issues: [String]) {}
+
+    // MARK: APIAuthentication+SignOut.swift
+
+    static func checkTokenAnswer(status: Int, error: String) throws {
+        guard status != 400 || error != "invalid_grant" else {  // the token endpoint's answer
+            throw APIAuthentication.CredentialRejected(reason: "the refresh token is no longer valid")
+        }
+    }
+
+    // MARK: APIAuthentication.swift
+
+    static func makeSession() -> (APIAuthentication, APIEngine) {
+        let session = APIAuthentication(authenticator: TokenRefresher(), store: keychainStore)
+        let engine = APIEngine(authentication: session)  // one per manager; several may share it
+        session.signIn(with: APIAuthentication.Credential(accessToken: access, refreshToken: refresh))
+        return (session, engine)
+    }
+
+    // MARK: APICookieStore.swift
+
+    static func makeCookieEngine() -> APIEngine {
+        let cookies = APICookieStore(fileURL: appSupport.appendingPathComponent("cookies.json"))
+        let engine = APIEngine(cookies: cookies)
+        return engine
+    }
+
+    // MARK: APIEngine+DefaultHeaders.swift
+
+    static func makeHeadersEngine() -> APIEngine {
+        var headers = APIEngine.DefaultHeaders.standard
+        headers["X-Client"] = "ios"
+        headers["User-Agent"] = "Shop/2.1 APIManagerKit/\(APIEngine.DefaultHeaders.packageVersion)"
+        headers["Accept-Language"] = nil  // removed
+        let engine = APIEngine(defaultHeaders: headers)  // or .none for no header at all
+        return engine
+    }
+
+    // MARK: APIIdempotencyKey.swift (the request of APIManager.swift's manager)
+
+    struct CartRequest: APIRequest {
+        // …
+        var retryPolicy: APIRetryPolicy? { APIRetryPolicy(maxAttempts: 3, retriesNonIdempotentRequests: true) }
+        var idempotencyKey: APIIdempotencyKey? { .standard }
+    }
+
+    // MARK: APIManager.swift
+
+    final class CartAPI: APIManager {
+        typealias Request = CartRequest
+        typealias Response = CartResponse
+        let engine = APIEngine()
+    }
+
+    // MARK: APIRequest.swift
+
+    struct WeatherRequest: APIRequest {
+        let url = URL(string: "https://api.example.com/weather")!
+    }
+
+    // MARK: APIResponse.swift
+
+    struct WeatherResponse: APIEnvelopeResponse {
+        struct Refused: Error { let message: String }
+        let temperature: Double
+        init(code: Int, message: String, result: Any?) throws {
+            guard code == 0 else { throw Refused(message: message) }  // the task fails: `rejected`
+            guard let fields = result as? [String: Any], let temperature = fields["temperature"] as? Double else {
+                throw Refused(message: "no temperature")
+            }
+            self.temperature = temperature
+        }
+    }
+
+    // MARK: APIEngine+LogObserver.swift
+
+    static func makeLoggedConfiguration() -> APIEngine.Configuration {
+        var configuration = APIEngine.Configuration()
+        configuration.observers = [APIEngine.LogObserver(minimumLevel: .debug, bodyBytes: 512)]
+        // [info] ← 200 GET https://api.example.com/items?token=*** in 42.1 ms, 1832 bytes (task 7, attempt 1, waitUntilDone, scope "cart")
+        return configuration
+    }
+
+    // MARK: APIEngine+Observer.swift
+
+    struct SlowRequests: APIEngine.Observer {
+        func observe(_ observation: APIEngine.Observation) {
+            guard case .attemptEnded(let report) = observation.kind, report.transportDuration > 1 else { return }
+            print("slow: \(report.method) \(report.redactedURL) took \(report.transportDuration) s")
+        }
+    }
+
+    // MARK: APIEvent.swift
+
+    static func monitor(_ manager: CartAPI) {
+        manager.engine.eventMonitor = { event in print(event) }
+        // → GET https://api.example.com/items?page=2 (task 7, attempt 1)
+        // ← 200 GET https://api.example.com/items?page=2 in 42.1 ms, 1832 bytes (task 7, attempt 1)
+    }
+
+    // MARK: APISecrets.swift
+
+    static func secrets() -> (Bool, String) {
+        let secret = APISecrets.isSecret("X-API-Key")  // true
+        let shown = APISecrets.redacted(URL(string: "https://u:p@a.test/?api_key=k&page=2")!)
+        // "https://***:***@a.test/?api_key=***&page=2"
+        return (secret, shown)
+    }
+
+    // MARK: APIEngine+DurableStore.swift
+
+    static func makeDurableEngine() -> APIEngine {
+        let store = APIEngine.DurableStore(directory: applicationSupport.appendingPathComponent("cart-line"))
+        var configuration = APIEngine.Configuration()
+        configuration.durableStore = store
+        let engine = APIEngine(configuration: configuration)
+        return engine
+    }
+
+    // MARK: APIFile.swift, APIParameters+BodyEncoding.swift
+
+    struct PhotoUpload: APIRequest {
+        let url = URL(string: "https://api.example.com/photos")!
+        var method: HTTPMethod { .post }
+        var parameters: APIParameters {
+            ["caption": "Sunset", "photo": .file(APIFile(url: photoURL))]
+        }
+        var bodyEncoding: APIParameters.BodyEncoding { .form }
+    }
+
+    // MARK: APIMultipartFormData.swift
+
+    static func makeForm() throws -> APIMultipartFormData {
+        var form = APIMultipartFormData()
+        try form.append("Sunset", name: "caption")
+        try form.append(APIFile(url: photoURL), name: "photo")
+        return form
+    }
+
+    // MARK: APIParameters.swift
+
+    struct Search: APIRequest {
+        let query: String
+        let url = URL(string: "https://api.example.com/search")!
+        var parameters: APIParameters { ["q": .string(query), "page": 2] }
+    }
+
+    struct AddToCart: APIRequest {
+        let itemID: Int
+        let url = URL(string: "https://api.example.com")!
+        var path: String { "items/{id}" }
+        var method: HTTPMethod { .post }
+        var parameters: APIParameters {
+            [.path(["id": .int(itemID)]), .query(["notify": true]), .json(["quantity": 3])]
+        }
+    }
+
+    // MARK: APIRequestBody.swift, APIStatusCodes.swift, APIConcurrencyPolicy+LineLimit.swift
+
+    struct UploadExport: APIRequest {
+        let export: Export
+        let url = URL(string: "https://api.example.com/exports")!
+        var method: HTTPMethod { .put }
+        var body: APIRequestBody? {
+            .stream(length: export.size) { try export.makeInputStream() }
+        }
+        var acceptableStatusCodes: APIStatusCodes { .success.union([304, 409]) }  // a range and single codes
+        var lineLimit: APIConcurrencyPolicy.LineLimit? { APIConcurrencyPolicy.LineLimit(maxLength: 10, maxWait: 5) }
+    }
+
+    // MARK: APIMap.swift
+
+    struct Profile: APIResponse, APIMappable {
+        let name: String
+        let age: Int?
+        let isAdmin: Bool
+        let joined: Date
+        init(map: APIMap) throws(APIMappingError) {
+            name = try map.value("data.user.0.name")
+            age = try map.value("data.user.0.age")  // nil when missing or null
+            isAdmin = try map.value("data.user.0.admin")  // true, "true", "1" or 1
+            joined = try map.value("data.user.0.joined")  // ISO 8601, or seconds or milliseconds since 1970
+        }
+    }
+
+    // MARK: Lenient.swift
+
+    struct Product: APIResponse, Decodable {
+        let name: String
+        @Lenient var price: Double  // 9.5 or "9.5"
+        @Lenient var inStock: Bool  // true, "true", "1" or 1
+        @Lenient var rating: Int?  // missing, null, 4 or "4"
+    }
+
+    // MARK: APILink.swift
+
+    static func nextPage(of raw: APIRawResponse) -> URL? {
+        // Link: <https://api.github.com/repositories/1/issues?page=2>; rel="next", <…?page=5>; rel="last"
+        let next = raw.link(relation: "next")
+        return next
+    }
+
+    // MARK: APIPages.swift
+
+    static func showIssues(with api: IssuesAPI) async throws {
+        for try await page in api.pages(from: IssuesRequest(), next: { url, _ in IssuesRequest(url: url) }) {
+            show(page.response.issues)
+        }
+    }
+
+    // MARK: APIEngine+Configuration.swift
+
+    static func makeConfiguredEngine() -> APIEngine {
+        var configuration = APIEngine.Configuration()
+        configuration.cache = .shared
+        configuration.circuitBreaker = APIEngine.CircuitBreaker()
+        let engine = APIEngine(configuration: configuration)
+        return engine
+    }
+
+    // MARK: APIManager+Streaming.swift
+
+    static func complete(with chat: ChatAPI) async throws -> Data {
+        var output = Data()
+        for try await chunk in chat.bytes(for: CompletionRequest(prompt: "Hello")) {
+            output.append(chunk)
+        }
+        return output
+    }
+
+    // MARK: APITransport.swift
+
+    struct PortedTransport: APITransport {
+        let legacyClient = LegacyClient()
+
+        func send(
+            _ request: APIHTTPRequest, options: APITransportOptions,
+            completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+        ) -> any APICancellable {
+            let urlRequest = request.urlRequest  // or request.method, .url, .headerFields, .body
+            return legacyClient.start(urlRequest, completion: completion)  // what the old method did
+        }
+    }
+}
+
+@Suite("The doc comments' samples", .timeLimit(.minutes(1)))
+struct DocCommentSamplesTests {
+    @Test func theSamplesThatCanRunDoWhatTheirCommentsSay() throws {
+        #expect(throws: APIAuthentication.CredentialRejected.self) {
+            try DocSamples.checkTokenAnswer(status: 400, error: "invalid_grant")
+        }
+        try DocSamples.checkTokenAnswer(status: 500, error: "")
+        let (secret, shown) = DocSamples.secrets()
+        #expect(secret && shown == "https://***:***@a.test/?api_key=***&page=2")
+        #expect(DocSamples.makeHeadersEngine().defaultHeaders["Accept-Language"] == nil)
+        #expect(DocSamples.makeSession().0.credential?.accessToken == "access-token")
+        #expect(try DocSamples.WeatherResponse(code: 0, message: "", result: ["temperature": 21.5]).temperature == 21.5)
+        #expect(throws: DocSamples.WeatherResponse.Refused.self) {
+            try DocSamples.WeatherResponse(code: 3, message: "no city", result: nil)
+        }
+        let codes = DocSamples.UploadExport(export: DocSamples.Export()).acceptableStatusCodes
+        #expect(codes.contains(204) && codes.contains(409) && !codes.contains(404))
+        #expect(try DocSamples.Search(query: "lamp").makeURLRequest().url?.query?.contains("q=lamp") == true)
+        let add = try DocSamples.AddToCart(itemID: 7).makeURLRequest()
+        #expect(add.url?.path == "/items/7" && add.url?.query == "notify=true")
+        #expect(try DocSamples.makeForm().parts.count == 2)
+    }
+
+    @Test func theTransportSampleAnswersThroughTheLegacyClient() async throws {
+        var configuration = APIEngine.Configuration()
+        configuration.transport = DocSamples.PortedTransport()
+        configuration.delivery = .inline
+        let api = DocSamples.CartAPI()
+        _ = api
+        let engine = APIEngine(configuration: configuration)
+        let chat = DocSamples.ChatAPI(engine: engine)
+        #expect(try await chat.response(for: DocSamples.CompletionRequest(prompt: "Hi")).statusCode == 204)
+    }
+}
