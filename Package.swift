@@ -10,7 +10,9 @@ let package = Package(
         .executable(name: "Playground", targets: ["Playground"]),
     ],
     targets: [
-        .target(name: "APIManagerKit"),
+        // The privacy manifest Xcode folds into an app's report (Scripts/check-privacy-manifest.py
+        // keeps it true to the code).
+        .target(name: "APIManagerKit", resources: [.copy("PrivacyInfo.xcprivacy")]),
         .target(name: "APIManagerKitTesting", dependencies: ["APIManagerKit"]),
         .executableTarget(
             name: "Playground",

@@ -21,6 +21,23 @@ swift format lint --strict -r Sources Tests Playground Benchmarks/Benchmarks Ben
 
 echo "== The scheduling machine owns its state: written only in Sources/APIManagerKit/Scheduling/Machine/"
 python3 Scripts/check-machine-state.py
+echo "== The privacy manifest: parsed, true to the code, and the check able to fail"
+python3 Scripts/check-privacy-manifest.py
+privacy_scratch=$(mktemp -d)
+python3 - "$privacy_scratch" <<'PY'
+import plistlib, sys
+manifest = plistlib.load(open("Sources/APIManagerKit/PrivacyInfo.xcprivacy", "rb"))
+manifest["NSPrivacyAccessedAPITypes"] = []
+plistlib.dump(manifest, open(sys.argv[1] + "/lacking.xcprivacy", "wb"))
+PY
+printf '<plist><dict><key>x</key>' > "$privacy_scratch/broken.xcprivacy"
+for broken in lacking broken; do
+    if python3 Scripts/check-privacy-manifest.py "$privacy_scratch/$broken.xcprivacy" > /dev/null 2>&1; then
+        echo "check-privacy-manifest.py accepted a $broken manifest" >&2
+        exit 1
+    fi
+done
+rm -rf "$privacy_scratch"
 
 echo "== Documentation: every public symbol documented, DocC catalogs built with warnings as errors"
 bash Scripts/docs.sh
