@@ -153,25 +153,6 @@ struct SessionCodeSamplesTests {
         #expect(session.credential == nil)
         #expect(session.store.headers(forOrigin: session.storageKey).isEmpty)
     }
-
-    @Test func theTestingSampleRefreshesOnceForThreeRequests() {
-        let clock = TestClock()
-        let transport = MockTransport(clock: clock)
-        transport.stub(nil, "/me") { request in
-            request.value(forHTTPHeaderField: "Authorization") == "Bearer token-1" ? .json("{}") : .status(401)
-        }
-        let refresher = MockAuthenticator(holdsRefreshes: true)
-        let session = APIAuthentication(authenticator: refresher, clock: clock)
-        session.signIn(with: APIAuthentication.Credential(accessToken: "expired"))
-        let api = ProfileAPI(
-            engine: APIEngine(
-                transport: transport, clock: clock, delivery: .inline, execution: .inline, authentication: session))
-        let tasks = (0..<3).map { _ in api.send(ProfileRequest()) }  // the first refused: one refresh, held
-        #expect(refresher.refreshCount == 1)
-        refresher.release()  // token-1; all three go with it
-        #expect(tasks.allSatisfy { $0.state.isTerminal })
-        #expect(tasks.allSatisfy { $0.state.description == "finished" })
-    }
 }
 
 // MARK: article "Sessions", "Testing" (word for word)
