@@ -139,6 +139,27 @@ struct BaseURLTests {
         #expect(transport.records.isEmpty)
     }
 
+    @Test func cookiesAndPersistedHeadersGoBackToTheJoinedURLsOrigin() {
+        let transport = MockTransport()
+        transport.stub(
+            .get, "/api/products/7",
+            .json("{}", headers: ["Set-Cookie": "cart=abc; Path=/", "client": "c-1"]), .json("{}"))
+        var configuration = APIEngine.Configuration()
+        configuration.baseURL = URL(string: "https://shop.example.com/api")
+        configuration.transport = transport
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.cookies = APICookieStore()
+        configuration.persistedHeaders = APIAuthentication.PersistedHeaders(names: ["client"])
+        let api = ProductAPI(engine: APIEngine(configuration: configuration))
+        _ = api.send(ProductRequest(id: 7))
+        _ = api.send(ProductRequest(id: 7))
+        let second = transport.requests.last
+        #expect(transport.requests.count == 2)
+        #expect(second?.value(forHTTPHeaderField: "Cookie") == "cart=abc")
+        #expect(second?.value(forHTTPHeaderField: "client") == "c-1")
+    }
+
     @Test func aJoinedRequestIsCachedAndAnsweredFromTheCache() {
         let transport = MockTransport()
         transport.stub(.get, "/api/products/7", .json(#"{"value":"seven"}"#, headers: ["Cache-Control": "max-age=60"]))

@@ -68,8 +68,6 @@ extension APIAuthentication {
         let (handler, engines) = listeners.withLock { ($0.handler, $0.engines.compactMap(\.engine)) }
         handler?(rejection)
         let notice = APIEngine.Notice.signedOut(rejection)
-        for engine in engines {
-            for observer in engine.observers { observer.notice(notice) }
-        }
+        for engine in engines { engine.tell(notice) }  // only engines with observers are listed
     }
 }

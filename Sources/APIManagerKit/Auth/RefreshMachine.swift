@@ -205,11 +205,13 @@ struct RefreshMachine {
         guard case .refreshing(let refresh) = phase, refresh.identifier == identifier else { return }
         generation &+= 1
         let result: Result<Grant, APIError>
+        var written: [Action] = []  // after the refresh's handles are cancelled, before the waiters
         switch outcome {
         case .success(let renewed):
             phase = .ready(renewed)
             pendingWrite = .some(renewed)
             result = .success(currentGrant)
+            written = [.write]
         case .failure(let rejected as APIAuthentication.CredentialRejected):
             // The refresh credential itself is no longer valid: signed out, once, and forgotten.
             let failure = APIError.authenticationFailed(underlying: rejected)
@@ -217,6 +219,7 @@ struct RefreshMachine {
             rejection = (failure, refresh.renewing)
             pendingWrite = .some(nil)
             result = .failure(failure)
+            written = [.write, .signedOut(rejected)]
         case .failure(let error):
             // Requests sent from now on may try again; those sent before fail with this error.
             let failure = APIError.authenticationFailed(underlying: error)
@@ -224,13 +227,7 @@ struct RefreshMachine {
             result = .failure(failure)
         }
         cancelHandles(of: refresh, into: &actions)  // the timer, or the task that timed out
-        switch outcome {
-        case .success: actions.append(.write)
-        case .failure(let rejected as APIAuthentication.CredentialRejected):
-            actions.append(.write)
-            actions.append(.signedOut(rejected))
-        case .failure: break
-        }
+        actions += written
         actions.append(.resume(refresh.waiters.map(\.resume), result))
     }
 

@@ -74,9 +74,10 @@ extension APIEngine {
         }
     }
 
-    /// Tells the observers a notice, or, when the engine has none, writes it to standard error (a
-    /// delivery that stalled: the one notice worth a line there; see ``tell(_:about:)`` for the
-    /// circuit's and the budget's).
+    /// Tells the engine's observers a notice about the engine itself (a delivery that stalled, its
+    /// session's sign-out), or, when it has none, writes it to standard error (only a stalled
+    /// delivery comes here then: a session tells only engines with observers). See
+    /// ``tell(_:about:)`` for the circuit's and the budget's.
     func tell(_ notice: Notice) {
         guard !observers.isEmpty else {
             FileHandle.standardError.write(Data("APIManagerKit: \(notice)\n".utf8))

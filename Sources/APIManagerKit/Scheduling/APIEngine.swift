@@ -53,10 +53,9 @@ public final class APIEngine: @unchecked Sendable {
         /// (see ``SchedulingMachine``).
         var machine: SchedulingMachine
         var delivery: APIEngine.Delivery
-        /// What ``eventMonitor`` installed; `nil` when it is not set.
-        var monitor: EventMonitorForward?
-        /// Whom each attempt tells what happens to it: the engine's observers, then the monitor's
-        /// forward; read once when an attempt begins (``settingsIfCurrent(_:attempt:)``).
+        /// Whom each attempt tells what happens to it: the engine's observers, then the forward
+        /// ``eventMonitor`` installed, if set; read once when an attempt begins
+        /// (``settingsIfCurrent(_:attempt:)``).
         var attemptObservers: [any APIEngine.Observer] = []
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
@@ -173,13 +172,10 @@ public final class APIEngine: @unchecked Sendable {
     /// begin afterwards tell it. ``Configuration/observers`` says more (the task's waits, retries
     /// and end) with typed values.
     public var eventMonitor: (@Sendable (APIEvent) -> Void)? {
-        get { state.withLock { $0.monitor?.monitor } }
+        get { state.withLock { ($0.attemptObservers.last as? EventMonitorForward)?.monitor } }
         set {
             let forward = newValue.map(EventMonitorForward.init(monitor:))
-            state.withLock { state in
-                state.monitor = forward
-                state.attemptObservers = forward.map { observers + [$0] } ?? observers
-            }
+            state.withLock { $0.attemptObservers = forward.map { observers + [$0] } ?? observers }
         }
     }
 
