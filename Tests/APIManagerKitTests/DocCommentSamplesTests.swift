@@ -202,6 +202,77 @@ enum DocSamples {
         var bodyEncoding: APIParameters.BodyEncoding { .form }
     }
 
+    // MARK: APIEndpoint.swift, APIClient.swift
+
+    enum ClientSamples {
+        struct Product: APIResponse, Decodable {
+            let name: String
+        }
+
+        struct AddToCart: APIEndpoint {
+            typealias Response = APIEmptyResponse
+            let productID: Int
+            let quantity: Int
+            var path: String { "cart/items" }
+            var method: HTTPMethod { .post }
+        }
+
+        struct GetProduct: APIEndpoint {
+            typealias Response = Product
+            let id: Int
+            var path: String { "products/\(id)" }
+        }
+
+        static func endpointSample(client: APIClient) async throws -> String {
+            struct GetProduct: APIEndpoint {
+                typealias Response = Product
+                let id: Int
+                var path: String { "products/\(id)" }
+            }
+
+            let product = try await client.response(for: GetProduct(id: 2))
+            return product.name
+        }
+
+        static func clientSample() async throws -> String {
+            let client = APIClient(baseURL: URL(string: "https://shop.example/api")!)
+            let product = try await client.response(for: GetProduct(id: 2))
+            client.send(AddToCart(productID: 2, quantity: 1)) { result in print(result) }
+            return product.name
+        }
+    }
+
+    // MARK: APIManager+Sending.swift
+
+    struct ProductRequest: APIRequest {
+        let id: Int
+        var path: String { "products/\(id)" }
+        static func product(id: Int) -> ProductRequest { ProductRequest(id: id) }
+    }
+
+    final class ProductAPI: APIManager {
+        typealias Request = ProductRequest
+        typealias Response = ClientSamples.Product
+        let engine: APIEngine
+        init(engine: APIEngine) { self.engine = engine }
+    }
+
+    @MainActor final class ProductScreen {
+        var product: ClientSamples.Product?
+        var failure: APIError?
+        let api: ProductAPI
+        init(api: ProductAPI) { self.api = api }
+
+        func load() {
+            api.send(.product(id: 2)) { result in
+                switch result {
+                case .success(let product): self.product = product
+                case .failure(let error): self.failure = error
+                }
+            }
+        }
+    }
+
     // MARK: APIMultipartFormData.swift
 
     static func makeForm() throws -> APIMultipartFormData {
@@ -338,6 +409,33 @@ struct DocCommentSamplesTests {
         let add = try DocSamples.AddToCart(itemID: 7).makeURLRequest()
         #expect(add.url?.path == "/items/7" && add.url?.query == "notify=true")
         #expect(try DocSamples.makeForm().parts.count == 2)
+    }
+
+    @Test func theEndpointSampleGetsItsTypedResponseThroughAClient() async throws {
+        let transport = MockTransport()
+        transport.stub(.get, "/api/products/2", .json(#"{"name":"Kettle"}"#))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.baseURL = URL(string: "https://shop.example/api")
+        let name = try await DocSamples.ClientSamples.endpointSample(client: APIClient(configuration: configuration))
+        #expect(name == "Kettle")
+    }
+
+    @MainActor @Test func theCompletionSampleSetsTheScreensProductOnTheMainActor() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(.get, "/api/products/2", .json(#"{"name":"Kettle"}"#).after(0.2))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.baseURL = URL(string: "https://shop.example/api")
+        let screen = DocSamples.ProductScreen(api: DocSamples.ProductAPI(engine: APIEngine(configuration: configuration)))
+        screen.load()
+        #expect(screen.product == nil)
+        clock.advance(by: 0.2)
+        #expect(screen.product?.name == "Kettle" && screen.failure == nil)
     }
 
     @Test func theTransportSampleAnswersThroughTheLegacyClient() async throws {

@@ -11,6 +11,42 @@ extension APIManager {
         return task
     }
 
+    /// Sends a request under its concurrency policy, returns its task at once, and calls
+    /// `completion` exactly once with the outcome: the typed response, or the ``APIError`` of a task
+    /// that failed, was cancelled, ignored, replaced by a newer one of its scope, or timed out.
+    ///
+    /// ```swift
+    /// api.send(.product(id: 2)) { result in
+    ///     switch result {
+    ///     case .success(let product): self.product = product
+    ///     case .failure(let error): self.failure = error
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Where it is called: sent from the main actor (a screen, a view model; any code of an app
+    /// target with default isolation `MainActor`), on the main actor, on the delivery's turn when the
+    /// delivery is the main queue (the default): right after the manager's terminal forwarding method.
+    /// Sent from another actor, on that actor. Sent from code isolated to no actor, on the manager's
+    /// ``delivery``. A task whose manager is released before it ends gets
+    /// ``APIError/cancelled(reason:)`` `.managerReleased`. The delegate's events are delivered as for
+    /// ``send(_:)``.
+    ///
+    /// The closure is held until the task ends: capture a screen `weak` if the call should not keep
+    /// it alive.
+    ///
+    /// `isolation`: the caller's actor; leave it to its default.
+    @discardableResult
+    public func send(
+        _ request: Request, isolation: isolated (any Actor)? = #isolation,
+        completion: @escaping (Result<Response, APIError>) -> Void
+    ) -> APITask<Request> {
+        let task = makeTask(for: request)
+        task.complete(with: TaskCompletion(isolation: isolation, body: completion))
+        engine.submit(task)
+        return task
+    }
+
     /// Sends a request and waits for its response. Cancelling the calling Swift task cancels the
     /// API task (reason ``APIError/CancellationReason/concurrency``). Delegate events are delivered
     /// as for ``send(_:)``.

@@ -351,6 +351,12 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// Tells the async caller, if any, that the task failed.
     func observerFailed(_ error: APIError) {}
 
+    /// The engine ended the task and is gone: no terminal event will be delivered.
+    func endedWithoutDelivery(_ error: APIError) {}
+
+    /// The manager that sent the task, while it lives; `nil` for a task without one.
+    var sender: AnyObject? { nil }
+
     func retryDelay(afterAttempt attempt: Int, error: APIError) -> TimeInterval? { nil }
 
     func deliver(_ event: Event) {}

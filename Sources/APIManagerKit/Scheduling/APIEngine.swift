@@ -130,7 +130,7 @@ public final class APIEngine: @unchecked Sendable {
     deinit {
         let observed = !observers.isEmpty
         let (actions, ended) = state.withLock { state in
-            let ended = observed ? state.machine.inFlightTasks : []
+            let ended = state.machine.inFlightTasks
             let actions = state.machine.release()
             // A task that outlives its engine keeps this state (its record is read inside it), so
             // nothing the engine kept stays in it: not the events no delivery run took (their tasks),
@@ -144,7 +144,12 @@ public final class APIEngine: @unchecked Sendable {
         for task in actions.grants { SchedulingMachine.Actions.grant(task) }
         // No delegate is told (there is no manager left), but the observers see every task end:
         // a tracer's spans end, a metric's active requests go down.
-        for task in ended { tellObservers(.ended(.failure(.cancelled(reason: .managerReleased))), of: task) }
+        // A call's completion is told too (the delegate's events are not: no delivery is made).
+        let error = APIError.cancelled(reason: .managerReleased)
+        for task in ended {
+            if observed { tellObservers(.ended(.failure(error)), of: task) }
+            task.endedWithoutDelivery(error)
+        }
     }
 
     // MARK: Settings

@@ -12,6 +12,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     weak var manager: Manager?
     /// The async caller: told the cached copy and the end. Set before the task is sent, never after.
     @exclusivity(unchecked) private var observer: (@Sendable (Observation) -> Void)?
+    /// The closure of ``APIManager/send(_:isolation:completion:)``: set before the task is sent,
+    /// never after; `nil` for a task sent without one.
+    @exclusivity(unchecked) private var completion: TaskCompletion<Manager.Response>?
 
     /// What the async caller is told, typed.
     enum Observation {
@@ -29,6 +32,17 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         super.init(
             request: request, engine: manager.engine, credentialOrigins: credentialOrigins, bodyStream: bodyStream,
             addedHeaders: addedHeaders, policy: policy, restoring: record, retryingRefusal: retryingRefusal)
+    }
+
+    override var sender: AnyObject? { manager }
+
+    override func durableDescription() throws(APIError) -> (type: String, json: Data) {
+        let description = try super.durableDescription()
+        // A client's managers share its engine's lines: one request type a line.
+        if let client = manager as? any ClientManager {
+            try client.durableScopes.admit(description.type, in: concurrencyScope)
+        }
+        return description
     }
 
     override var durableRestorer: DurableRestorer {
@@ -83,6 +97,23 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         self.observer = observer
     }
 
+    /// Registers the closure called once with the outcome; called before the task is sent, on the
+    /// thread that sends it.
+    func complete(with completion: TaskCompletion<Manager.Response>) {
+        self.completion = completion
+    }
+
+    /// The engine ended the task without a delivery (it is gone): the completion, if any, hears so.
+    override func endedWithoutDelivery(_ error: APIError) {
+        completion?.complete(with: .failure(error))
+    }
+
+    deinit {
+        // A terminal event dropped undelivered with its engine (queued on a delivery that never
+        // ran): the completion is still called once.
+        completion?.complete(with: .failure(.cancelled(reason: .managerReleased)))
+    }
+
     override func buildResponse(_ raw: APIRawResponse) -> Result<BuiltResponse, APIError> {
         guard let manager else { return .failure(.cancelled(reason: .managerReleased)) }
         do {
@@ -129,24 +160,25 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
             case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
             }
         }
-        guard let manager else { return }
         switch event {
         case .waitingForNetwork:
             break  // for the engine's observers only
         case .waiting:
-            manager.taskIsWaiting(self)
+            manager?.taskIsWaiting(self)
         case .started(let attempt):
-            manager.task(self, didStartAttempt: attempt)
+            manager?.task(self, didStartAttempt: attempt)
         case .progress(let progress):
-            manager.task(self, didReport: progress)
+            manager?.task(self, didReport: progress)
         case .willRetry(let delay, let error):
-            manager.task(self, willRetryAfter: delay, error: error)
+            manager?.task(self, willRetryAfter: delay, error: error)
         case .cachedResponse(let built):
             built.handOver(.managerCachedCopy)
         case .finished(let built):
             built.handOver(.managerFinished)
         case .failed(let error):
-            manager.task(self, didFailWith: error)
+            // The manager (and so its delegate) first, then the call's own closure.
+            manager?.task(self, didFailWith: error)
+            completion?.complete(with: .failure(error))
         }
     }
 
@@ -161,7 +193,9 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
     ) {
         switch destination {
         case .managerCachedCopy: manager?.task(self, didReceiveCachedResponse: response)
-        case .managerFinished: manager?.task(self, didFinishWith: response)
+        case .managerFinished:
+            manager?.task(self, didFinishWith: response)
+            completion?.complete(with: .success(response))
         case .observerCachedCopy: observer?(.cached(response))
         case .observerEnded(let source):
             observer?(.ended(.success(response), source, raw))
