@@ -164,11 +164,19 @@ else:
     names = set(re.findall(r"\bAPI[A-Z][A-Za-z]*", hello.group(1))) - {"HelloAPI"}
     if len(names) > 5:
         errors.append(f"README.md: the hello world uses {len(names)} of the library's names, more than five")
+# The client sample: in an app target with default isolation MainActor, word for word, where its
+# view model runs (Tests/DefaultIsolation); its names clash with the articles' in the root tests.
+client = re.search(r"## One client for many endpoints.*?```swift\n(.*?)```", readme, re.DOTALL)
+if not client:
+    errors.append("README.md: no Swift sample under \"One client for many endpoints\"")
+elif client.group(1) not in app_sources:
+    errors.append("README.md: the client sample is not in Tests/DefaultIsolation word for word")
 delegate_article = open("Sources/APIManagerKit/APIManagerKit.docc/DelegateAndAsync.md").read()
-main_actor_section = delegate_article.split("## A screen on the main actor", 1)[-1].split("\n## ", 1)[0]
-for block in re.findall(r"```swift\n(.*?)```", main_actor_section, re.DOTALL):
-    if block not in app_sources and block not in root_samples:
-        errors.append("DelegateAndAsync.md: a sample of \"A screen on the main actor\" is compiled nowhere word for word")
+for title in ["A screen on the main actor", "A closure per call"]:
+    section = delegate_article.split(f"## {title}", 1)[-1].split("\n## ", 1)[0]
+    for block in re.findall(r"```swift\n(.*?)```", section, re.DOTALL):
+        if block not in app_sources and block not in root_samples:
+            errors.append(f"DelegateAndAsync.md: a sample of \"{title}\" is compiled nowhere word for word")
 
 # The version, as the changelog's latest release gives it.
 releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", open("CHANGELOG.md").read(), re.MULTILINE)

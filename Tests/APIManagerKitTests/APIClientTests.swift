@@ -1,4 +1,4 @@
-// `APIEndpoint` and `APIClient` (issue 43, item 2): a request names its response type, and one client
+// `APIClient.Endpoint` and `APIClient` (issue 43, item 2): a request names its response type, and one client
 // sends requests of many such types through one engine, typed, under the same policies, retries,
 // cache, durable line and observers as a manager's.
 import APIManagerKitTesting
@@ -7,7 +7,7 @@ import Testing
 
 @testable import APIManagerKit
 
-private struct GetItem: APIEndpoint, Codable {
+private struct GetItem: APIClient.Endpoint, Codable {
     typealias Response = Echo
     var id: Int
     var url: URL { URL(string: "/items/\(id)")! }
@@ -23,7 +23,7 @@ private struct Count: APIResponse, Decodable, Equatable {
     var count: Int
 }
 
-private struct CountItems: APIEndpoint {
+private struct CountItems: APIClient.Endpoint {
     typealias Response = Count
     var url: URL { URL(string: "https://other.test/count")! }
     var concurrencyPolicy: APIConcurrencyPolicy = .default
@@ -155,7 +155,8 @@ struct APIClientTests {
         let transport = MockTransport(clock: clock)
         transport.stub(nil, "/api/items/1", .failure(.notConnectedToInternet))
         func client() -> APIClient {
-            APIClient(engine: inlineEngine(transport, clock, durableStore: APIEngine.DurableStore(directory: folder.url)))
+            APIClient(
+                engine: inlineEngine(transport, clock, durableStore: APIEngine.DurableStore(directory: folder.url)))
         }
         var first: APIClient? = client()
         first?.send(GetItem(id: 1, concurrencyPolicy: .durable, concurrencyScope: "cart"))
@@ -180,7 +181,7 @@ private final class EndRecorder: APIEngine.Observer {
 
 @Suite("APIClient: a durable line holds one request type")
 struct APIClientDurableTypesTests {
-    private struct AddNote: APIEndpoint, Codable {
+    private struct AddNote: APIClient.Endpoint, Codable {
         typealias Response = APIEmptyResponse
         var text: String
         var url: URL { URL(string: "https://shop.test/notes")! }
@@ -189,7 +190,7 @@ struct APIClientDurableTypesTests {
         var concurrencyScope: String? { "cart" }
     }
 
-    private struct AddLine: APIEndpoint, Codable {
+    private struct AddLine: APIClient.Endpoint, Codable {
         typealias Response = APIEmptyResponse
         var sku: String
         var url: URL { URL(string: "https://shop.test/lines")! }

@@ -75,7 +75,9 @@ struct CompletionTests {
         waiting.cancel()
         let running = manager.send(TestRequest("/slow", scope: "other")) { outcomes.record($0) }
         running.cancel()
-        let retrying = manager.send(TestRequest("/flaky", scope: "third", retry: APIRetryPolicy(baseDelay: 10, jitter: .none))) {
+        let retrying = manager.send(
+            TestRequest("/flaky", scope: "third", retry: APIRetryPolicy(baseDelay: 10, jitter: .none))
+        ) {
             outcomes.record($0)
         }
         #expect(retrying.state == .waitingForRetry)
@@ -135,7 +137,9 @@ struct CompletionTests {
         let manager = TestManager(
             engine: APIEngine(transport: transport, clock: clock, delivery: .queue(delivery), execution: .inline))
         let onDelivery = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            Self.sendFromNoActor(manager) { _ in continuation.resume(returning: DispatchQueue.getSpecific(key: key) == 7) }
+            Self.sendFromNoActor(manager) { _ in
+                continuation.resume(returning: DispatchQueue.getSpecific(key: key) == 7)
+            }
             clock.advance(by: 0.1)
         }
         #expect(onDelivery)

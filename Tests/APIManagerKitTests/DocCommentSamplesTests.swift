@@ -202,14 +202,14 @@ enum DocSamples {
         var bodyEncoding: APIParameters.BodyEncoding { .form }
     }
 
-    // MARK: APIEndpoint.swift, APIClient.swift
+    // MARK: APIClient.Endpoint.swift, APIClient.swift
 
     enum ClientSamples {
         struct Product: APIResponse, Decodable {
             let name: String
         }
 
-        struct AddToCart: APIEndpoint {
+        struct AddToCart: APIClient.Endpoint {
             typealias Response = APIEmptyResponse
             let productID: Int
             let quantity: Int
@@ -217,14 +217,14 @@ enum DocSamples {
             var method: HTTPMethod { .post }
         }
 
-        struct GetProduct: APIEndpoint {
+        struct GetProduct: APIClient.Endpoint {
             typealias Response = Product
             let id: Int
             var path: String { "products/\(id)" }
         }
 
         static func endpointSample(client: APIClient) async throws -> String {
-            struct GetProduct: APIEndpoint {
+            struct GetProduct: APIClient.Endpoint {
                 typealias Response = Product
                 let id: Int
                 var path: String { "products/\(id)" }
@@ -431,7 +431,8 @@ struct DocCommentSamplesTests {
         configuration.delivery = .inline
         configuration.execution = .inline
         configuration.baseURL = URL(string: "https://shop.example/api")
-        let screen = DocSamples.ProductScreen(api: DocSamples.ProductAPI(engine: APIEngine(configuration: configuration)))
+        let screen = DocSamples.ProductScreen(
+            api: DocSamples.ProductAPI(engine: APIEngine(configuration: configuration)))
         screen.load()
         #expect(screen.product == nil)
         clock.advance(by: 0.2)

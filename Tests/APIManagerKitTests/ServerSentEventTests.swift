@@ -92,11 +92,11 @@ struct ServerSentEventTests {
 
     @Test func jsonLinesSplitOnLineFeedsWhateverTheChunks() throws {
         let body = Data("{\"a\":1}\r\n\n  \n{\"b\":[2,3]}\n{\"c\":\"x\"}".utf8)
-        var whole = APIJSONLinesSplitter()
+        var whole = APIByteStream.JSONLinesSplitter()
         let expected = try whole.split(body) + whole.finish()
         #expect(expected.map { String(decoding: $0, as: UTF8.self) } == [#"{"a":1}"#, #"{"b":[2,3]}"#, #"{"c":"x"}"#])
         for split in 0...body.count {
-            var splitter = APIJSONLinesSplitter()
+            var splitter = APIByteStream.JSONLinesSplitter()
             let lines =
                 try splitter.split(body.prefix(split)) + splitter.split(body.dropFirst(split)) + splitter.finish()
             #expect(lines == expected, "split at \(split)")
@@ -104,7 +104,7 @@ struct ServerSentEventTests {
     }
 
     @Test func aJSONLineLongerThanTheLimitThrows() {
-        var splitter = APIJSONLinesSplitter(maxLineLength: 8)
+        var splitter = APIByteStream.JSONLinesSplitter(maxLineLength: 8)
         #expect(throws: APIError.self) { try splitter.split(Data("0123456789".utf8)) }
     }
 }

@@ -9,8 +9,8 @@ public func fuzzJSONLines(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard let first = bytes.first else { return 0 }
     let body = bytes.dropFirst()
     let split = body.isEmpty ? 0 : Int(first) % (body.count + 1)
-    var whole = APIJSONLinesSplitter(maxLineLength: 128)
-    var cut = APIJSONLinesSplitter(maxLineLength: 128)
+    var whole = APIByteStream.JSONLinesSplitter(maxLineLength: 128)
+    var cut = APIByteStream.JSONLinesSplitter(maxLineLength: 128)
     let lines: [Data]
     do {
         lines = try whole.split(Data(body)) + whole.finish()

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Sends requests of any ``APIEndpoint`` type through one engine: one service object for many
+/// Sends requests of any ``Endpoint`` type through one engine: one service object for many
 /// endpoints, each call typed by its request's `Response`.
 ///
 /// ```swift
@@ -49,7 +49,7 @@ public final class APIClient: Sendable {
     /// Its ``APIManager/delegate`` hears its tasks' events (the ``APIManagerDelegate`` methods);
     /// its ``APIManager/replayDurableTasks(inScope:)``, ``APIManager/bytes(for:)`` and
     /// ``APIManager/events(for:reconnection:)`` are there for this type.
-    public func manager<Request: APIEndpoint>(for type: Request.Type = Request.self) -> Manager<Request> {
+    public func manager<Request: Endpoint>(for type: Request.Type = Request.self) -> Manager<Request> {
         managers.withLock { managers in
             if let manager = managers[ObjectIdentifier(type)] as? Manager<Request> { return manager }
             let manager = Manager<Request>(engine: engine, durableScopes: durableScopes)
@@ -61,14 +61,14 @@ public final class APIClient: Sendable {
     /// Sends `request` under its policy and returns its task at once (see ``APIManager/send(_:)``):
     /// its outcome reaches the engine's observers and the delegate of ``manager(for:)``, if set.
     @discardableResult
-    public func send<Request: APIEndpoint>(_ request: Request) -> APITask<Request> {
+    public func send<Request: Endpoint>(_ request: Request) -> APITask<Request> {
         manager(for: Request.self).send(request)
     }
 
     /// Sends `request` and calls `completion` exactly once with its typed outcome, in the caller's
     /// isolation (see ``APIManager/send(_:isolation:completion:)``).
     @discardableResult
-    public func send<Request: APIEndpoint>(
+    public func send<Request: Endpoint>(
         _ request: Request, isolation: isolated (any Actor)? = #isolation,
         completion: @escaping (Result<Request.Response, APIError>) -> Void
     ) -> APITask<Request> {
@@ -78,13 +78,13 @@ public final class APIClient: Sendable {
     /// Sends `request` and waits for its typed response (see ``APIManager/response(for:)``).
     ///
     /// - Throws: the task's ``APIError``.
-    public func response<Request: APIEndpoint>(for request: Request) async throws(APIError) -> Request.Response {
+    public func response<Request: Endpoint>(for request: Request) async throws(APIError) -> Request.Response {
         try await manager(for: Request.self).response(for: request)
     }
 
     /// Sends `request` and yields each response it delivers, marked with its source (see
     /// ``APIManager/responses(for:)``).
-    public func responses<Request: APIEndpoint>(for request: Request) -> AsyncThrowingStream<
+    public func responses<Request: Endpoint>(for request: Request) -> AsyncThrowingStream<
         APIResponseCache.SourcedResponse<Request.Response>, any Error
     > {
         manager(for: Request.self).responses(for: request)
@@ -103,7 +103,8 @@ public final class APIClient: Sendable {
     /// (see ``APIManager/inFlightTasks``).
     public var inFlightTasks: [AnyAPITask] {
         let mine = Set(managers.withLock { $0.values.map(ObjectIdentifier.init) })
-        return engine.inFlightTasks().filter { task in task.sender.map { mine.contains(ObjectIdentifier($0)) } ?? false }
+        return engine.inFlightTasks().filter { task in task.sender.map { mine.contains(ObjectIdentifier($0)) } ?? false
+        }
     }
 
     /// Where the delegates' events and the completions of calls made off any actor are delivered:
@@ -121,7 +122,7 @@ public final class APIClient: Sendable {
     /// manager's does: the client refuses (``APIError/durableStore(reason:underlying:)``) a durable
     /// request of another type into a scope that holds some, and a line is replayed through its
     /// type's manager (`client.manager(for: AddToCart.self).replayDurableTasks(inScope: "cart")`).
-    public final class Manager<Request: APIEndpoint>: APIManager {
+    public final class Manager<Request: Endpoint>: APIManager {
         public typealias Response = Request.Response
         public let engine: APIEngine
         let durableScopes: DurableScopeTypes

@@ -152,3 +152,7 @@ public typealias APIRetryBudget = APIEngine.RetryBudget
 /// The name of ``APIRawResponse/ServerMessage`` before 1.0.
 @available(*, deprecated, renamed: "APIRawResponse.ServerMessage")
 public typealias APIServerMessage = APIRawResponse.ServerMessage
+
+/// The name of ``APIByteStream/JSONLinesSplitter`` in 1.0.
+@available(*, deprecated, renamed: "APIByteStream.JSONLinesSplitter")
+public typealias APIJSONLinesSplitter = APIByteStream.JSONLinesSplitter

@@ -269,7 +269,7 @@ public struct APIJSONLinesStream<Element: Decodable & Sendable>: AsyncSequence, 
     public struct Iterator: AsyncIteratorProtocol {
         var bytes: APIByteStream.Iterator
         let decoder: JSONDecoder
-        var splitter = APIJSONLinesSplitter()
+        var splitter = APIByteStream.JSONLinesSplitter()
         var pending: [Data] = []
         var index = 0
         var ended = false

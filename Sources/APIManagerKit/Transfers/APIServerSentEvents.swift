@@ -184,50 +184,52 @@ extension APIServerSentEvent {
     }
 }
 
-/// Splits a JSON Lines (NDJSON) body into its lines as it arrives, chunk by chunk: lines end with LF
-/// (a CR before it is dropped); blank lines are skipped; the last line needs no LF. Each line is
-/// one JSON value, for the caller to decode. A line longer than ``maxLineLength`` bytes (8 MiB unless
-/// given) throws.
-public struct APIJSONLinesSplitter: Sendable {
-    /// The longest line accepted, in bytes.
-    public let maxLineLength: Int
-    private var line = Data()
+extension APIByteStream {
+    /// Splits a JSON Lines (NDJSON) body into its lines as it arrives, chunk by chunk: lines end with LF
+    /// (a CR before it is dropped); blank lines are skipped; the last line needs no LF. Each line is
+    /// one JSON value, for the caller to decode. A line longer than ``maxLineLength`` bytes (8 MiB unless
+    /// given) throws.
+    public struct JSONLinesSplitter: Sendable {
+        /// The longest line accepted, in bytes.
+        public let maxLineLength: Int
+        private var line = Data()
 
-    /// A splitter; the limit's default is given with its property.
-    public init(maxLineLength: Int = 8 << 20) {
-        self.maxLineLength = maxLineLength
-    }
-
-    /// The lines completed by `chunk`, in order.
-    public mutating func split(_ chunk: Data) throws(APIError) -> [Data] {
-        var lines: [Data] = []
-        var start = chunk.startIndex
-        while let newline = chunk[start...].firstIndex(of: 0x0A) {
-            try append(chunk[start..<newline])
-            if let finished = takeLine() { lines.append(finished) }
-            start = chunk.index(after: newline)
+        /// A splitter; the limit's default is given with its property.
+        public init(maxLineLength: Int = 8 << 20) {
+            self.maxLineLength = maxLineLength
         }
-        try append(chunk[start...])
-        return lines
-    }
 
-    /// The stream ended: the last line, if it had no LF.
-    public mutating func finish() -> [Data] {
-        takeLine().map { [$0] } ?? []
-    }
-
-    private mutating func append(_ bytes: Data) throws(APIError) {
-        guard line.count + bytes.count <= maxLineLength else {
-            throw .invalidRequest(reason: "a JSON Lines line is longer than \(maxLineLength) bytes")
+        /// The lines completed by `chunk`, in order.
+        public mutating func split(_ chunk: Data) throws(APIError) -> [Data] {
+            var lines: [Data] = []
+            var start = chunk.startIndex
+            while let newline = chunk[start...].firstIndex(of: 0x0A) {
+                try append(chunk[start..<newline])
+                if let finished = takeLine() { lines.append(finished) }
+                start = chunk.index(after: newline)
+            }
+            try append(chunk[start...])
+            return lines
         }
-        line.append(bytes)
-    }
 
-    private mutating func takeLine() -> Data? {
-        defer { line = Data() }
-        var finished = line
-        if finished.last == 0x0D { finished.removeLast() }
-        let blank = finished.allSatisfy { $0 == 0x20 || $0 == 0x09 }
-        return blank ? nil : finished
+        /// The stream ended: the last line, if it had no LF.
+        public mutating func finish() -> [Data] {
+            takeLine().map { [$0] } ?? []
+        }
+
+        private mutating func append(_ bytes: Data) throws(APIError) {
+            guard line.count + bytes.count <= maxLineLength else {
+                throw .invalidRequest(reason: "a JSON Lines line is longer than \(maxLineLength) bytes")
+            }
+            line.append(bytes)
+        }
+
+        private mutating func takeLine() -> Data? {
+            defer { line = Data() }
+            var finished = line
+            if finished.last == 0x0D { finished.removeLast() }
+            let blank = finished.allSatisfy { $0 == 0x20 || $0 == 0x09 }
+            return blank ? nil : finished
+        }
     }
 }

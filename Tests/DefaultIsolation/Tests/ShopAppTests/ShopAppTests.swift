@@ -3,6 +3,7 @@
 import APIManagerKit
 import APIManagerKitTesting
 import Dispatch
+import Foundation
 import Testing
 
 @testable import ShopApp
@@ -77,4 +78,66 @@ final class CartScreen: CartAPIDelegate, @unchecked Sendable {
     // The events wait on the main queue behind this test; yielding lets them through.
     while model.cart.items.isEmpty, !Task.isCancelled { await Task.yield() }
     #expect(model.cart.items == [CartItem(sku: "B", quantity: 2)])
+}
+
+// README "One client for many endpoints": the view model on a client over the mock transport.
+
+private func shopClient(_ transport: MockTransport, _ clock: TestClock) -> APIClient {
+    var configuration = APIEngine.Configuration()
+    configuration.transport = transport
+    configuration.clock = clock
+    configuration.delivery = .inline
+    configuration.execution = .inline
+    configuration.baseURL = URL(string: "https://shop.example.com/api")
+    return APIClient(configuration: configuration)
+}
+
+@Test func theProductViewModelShowsAProductAndOnlyTheLatestSearch() {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.get, "/api/products/2", .json(#"{"id":2,"name":"Kettle"}"#))
+    transport.stub(.get, "/api/search") { request in
+        // The short query is the slow one: its answer would come last.
+        let query = request.url?.query ?? ""
+        let name = query == "q=k" ? "Kayak" : "Kettle"
+        return MockTransport.Reply.json(#"{"products":[{"id":1,"name":"\#(name)"}]}"#).after(query == "q=k" ? 2 : 0.1)
+    }
+    let model = ProductViewModel(shop: shopClient(transport, clock))
+
+    model.show(productID: 2)
+    #expect(model.product?.name == "Kettle")
+
+    model.search("k")
+    clock.advance(by: 0.5)  // a pause: "k" is sent
+    model.search("kettle")
+    clock.runUntilIdle()
+    #expect(model.results.map(\.name) == ["Kettle"])
+    #expect(model.failure == nil)
+}
+
+@Test func theProductViewModelHearsAFailure() {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.get, "/api/products/9", .status(404))
+    let model = ProductViewModel(shop: shopClient(transport, clock))
+    model.show(productID: 9)
+    #expect(model.failure?.statusCode == 404 && model.product == nil)
+}
+
+// Article "The delegate and async", "A closure per call": the model hears its own call's outcome.
+
+@Test func theAddButtonModelHearsItsCallsOutcomeOnTheMainActor() throws {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.post, "/api/cart/items", .json(#"{"items":[{"sku":"A","quantity":1}]}"#).after(0.3), .status(409))
+    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
+    let model = AddButtonModel(api: api)
+
+    try model.add(CartItem(sku: "A", quantity: 1))
+    #expect(model.isAdding)
+    clock.advance(by: 0.3)
+    #expect(!model.isAdding && model.cart?.items == [CartItem(sku: "A", quantity: 1)])
+
+    try model.add(CartItem(sku: "B", quantity: 1))
+    #expect(!model.isAdding && model.failure?.statusCode == 409)
 }
