@@ -202,6 +202,44 @@ struct CompletionTests {
         #expect(await counter.values == ["a"])
     }
 
+    @Test(arguments: [nil, "search"] as [String?])
+    func manyThreadsSendingAndCancellingOnTheWorkQueuesHearEachTaskOnceAsItsStateSays(scope: String?) async {
+        let transport = MockTransport()
+        transport.stub(nil, "/a", .json(#"{"value":"a"}"#))
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, delivery: .queue(DispatchQueue(label: "completions")),
+                execution: .concurrent(label: "completions")))
+        let count = 200
+        /// Each task with what its own closure heard.
+        let sent = Locked<[(task: APITask<TestRequest>, heard: Locked<[String]>)]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let remaining = Locked(count)
+            DispatchQueue.concurrentPerform(iterations: count) { index in
+                let heard = Locked<[String]>([])
+                let policy: APIConcurrencyPolicy = index % 2 == 0 ? .cancelOthers : .default
+                let task = manager.send(TestRequest("/a", policy, scope: scope)) { result in
+                    heard.withLock { $0.append((try? result.get()).map { "value \($0.value ?? "-")" } ?? "failed") }
+                    if remaining.withLock({
+                        $0 -= 1
+                        return $0
+                    }) == 0 {
+                        continuation.resume()
+                    }
+                }
+                if index % 7 == 0 { task.cancel() }
+                sent.withLock { $0.append((task, heard)) }
+            }
+        }
+        let all = sent.withLock { $0 }
+        #expect(all.count == count)
+        for (task, heard) in all {
+            let lines = heard.withLock { $0 }
+            #expect(lines.count == 1, "task \(task.identifier) heard \(lines)")
+            #expect((task.state == .finished) == (lines.first == "value a"))
+        }
+    }
+
     @Test func aSharedFlightAndACachedCopyStillCallEachTasksClosureOnce() {
         let (manager, transport, clock) = inlineManager()
         transport.stub(.get, "/a", .json(#"{"value":"a"}"#).after(0.5))

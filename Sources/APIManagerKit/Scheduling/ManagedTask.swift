@@ -105,13 +105,26 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
 
     /// The engine ended the task without a delivery (it is gone): the completion, if any, hears so.
     override func endedWithoutDelivery(_ error: APIError) {
-        completion?.complete(with: .failure(error))
+        if let completion { Self.complete(completion, with: error) }
     }
 
     deinit {
         // A terminal event dropped undelivered with its engine (queued on a delivery that never
         // ran): the completion is still called once.
-        completion?.complete(with: .failure(.cancelled(reason: .managerReleased)))
+        if let completion { Self.complete(completion, with: .cancelled(reason: .managerReleased)) }
+    }
+
+    // The completion is called from these two, never inline: a function that makes a
+    // `Result<Manager.Response, APIError>` looks its metadata up on entry (about 330 instructions,
+    // unspecialized), which every task would pay in `deliver` and its deinit.
+    @inline(never)
+    private static func complete(_ completion: TaskCompletion<Manager.Response>, with error: APIError) {
+        completion.complete(with: .failure(error))
+    }
+
+    @inline(never)
+    private static func complete(_ completion: TaskCompletion<Manager.Response>, with response: Manager.Response) {
+        completion.complete(with: .success(response))
     }
 
     override func buildResponse(_ raw: APIRawResponse) -> Result<BuiltResponse, APIError> {
@@ -178,7 +191,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .failed(let error):
             // The manager (and so its delegate) first, then the call's own closure.
             manager?.task(self, didFailWith: error)
-            completion?.complete(with: .failure(error))
+            if let completion { Self.complete(completion, with: error) }
         }
     }
 
@@ -195,7 +208,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .managerCachedCopy: manager?.task(self, didReceiveCachedResponse: response)
         case .managerFinished:
             manager?.task(self, didFinishWith: response)
-            completion?.complete(with: .success(response))
+            if let completion { Self.complete(completion, with: response) }
         case .observerCachedCopy: observer?(.cached(response))
         case .observerEnded(let source):
             observer?(.ended(.success(response), source, raw))
