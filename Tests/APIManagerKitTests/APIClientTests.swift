@@ -19,6 +19,13 @@ private struct GetItem: APIClient.Endpoint, Codable {
     private enum CodingKeys: String, CodingKey { case id, concurrencyScope }
 }
 
+private struct CachedItem: APIClient.Endpoint {
+    typealias Response = Echo
+    var id: Int
+    var path: String { "items/\(id)" }
+    var cacheOption: APIResponseCache.Option = .networkOnly
+}
+
 private struct Count: APIResponse, Decodable, Equatable {
     var count: Int
 }
@@ -103,6 +110,24 @@ struct APIClientTests {
         clock.advance(by: 1)
         #expect(task.state == .finished && task.attemptCount == 2)
         #expect(recorder.events(of: task) == ["start 1", "retry 1.0", "start 2", "finished"])
+    }
+
+    @Test func theEnginesCacheAnswersAnEndpointsSecondCallAndTheCompletionHearsTheStoredCopyOnce() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(.get, "/api/items/5", .json(#"{"value":"five"}"#, headers: ["Cache-Control": "max-age=60"]))
+        var configuration = inlineEngine(transport, clock).configuration
+        configuration.cache = APIResponseCache(disk: nil, clock: clock)
+        let client = APIClient(configuration: configuration)
+        var request = CachedItem(id: 5)
+        request.cacheOption = .networkOnly
+        client.send(request)
+        request.cacheOption = .cacheOnly
+        let heard = Locked<[String]>([])
+        let task = client.send(request) { result in heard.withLock { $0.append("\(result.map { $0.value ?? "-" })") } }
+        #expect(heard.withLock { $0 } == ["success(\"five\")"])
+        #expect(task.responseSource == .cache)
+        #expect(transport.records.count == 1)
     }
 
     @Test func cancelAllAndInFlightTasksAreTheClientsOnlyOnASharedEngine() {
