@@ -70,7 +70,8 @@ struct ClientIntegrationTests {
         let client = makeClient()
         let calls = Locked(0)
         var task: APITask<Unavailable>?
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APIRawResponse, APIError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<APIRawResponse, APIError>, Never>) in
             task = client.send(Unavailable()) { result in
                 calls.withLock { $0 += 1 }
                 continuation.resume(returning: result)
@@ -89,7 +90,8 @@ struct ClientIntegrationTests {
         let client = makeClient()
         let slow = Locked<Result<APIRawResponse, APIError>?>(nil)
         client.send(SlowSearch()) { result in slow.withLock { $0 = result } }
-        let latest = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Echo, APIError>, Never>) in
+        let latest = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Echo, APIError>, Never>) in
             client.send(Search(query: "kettle")) { continuation.resume(returning: $0) }
         }
         #expect((try? latest.get())?.args == ["q": "kettle"])

@@ -474,9 +474,13 @@ final class ProgressStreams: Sendable {
     private struct State {
         var continuations: [AsyncStream<APITransferProgress>.Continuation] = []
         var ended = false
+        var latest: APITransferProgress?
     }
 
     private let state = LockedState(State())
+
+    /// The last report delivered; `nil` before the first.
+    var latest: APITransferProgress? { state.withLock { $0.latest } }
 
     func makeStream() -> AsyncStream<APITransferProgress> {
         let (stream, continuation) = AsyncStream.makeStream(of: APITransferProgress.self)
@@ -489,7 +493,11 @@ final class ProgressStreams: Sendable {
     }
 
     func yield(_ progress: APITransferProgress) {
-        for continuation in state.withLock({ $0.continuations }) { continuation.yield(progress) }
+        let continuations = state.withLock { state in
+            state.latest = progress
+            return state.continuations
+        }
+        for continuation in continuations { continuation.yield(progress) }
     }
 
     func finish() {

@@ -108,6 +108,8 @@ extension APIEngine {
             let decided = self.decided
             self.decided = []
             for (actions, run) in decided { engine.perform(actions, delivery: run) }
+            // A line stopped or moving again, a backlog taken: what a scope's model shows.
+            if !decided.isEmpty { engine.activityMayHaveChanged() }
         }
 
         private func decide(_ event: (inout SchedulingMachine) -> SchedulingMachine.Actions) {

@@ -336,6 +336,11 @@ extension APIEngine {
             return (folder, opened)
         }
 
+        /// How many records of `scope`'s line are still on disk behind its restored tasks.
+        func backlog(of scope: String?) -> Int {
+            scopes.withLock { $0[ScopeKey(scope: scope)]?.backlog?.remaining ?? 0 }
+        }
+
         /// A task of `scope`'s replay window ended: the next records still on disk are made into
         /// tasks and sent to `line`, until the window is full again; the line is told when the last
         /// is.

@@ -62,6 +62,11 @@ public final class APIEngine: @unchecked Sendable {
         var delegateSlots: [DelegateSlot] = []
         /// Whether events wait on a delivery queue nobody runs.
         var deliveryWatch = DeliveryWatch()
+        /// The observable models something holds (``APIEngine/Activity``, ``AnyAPITask/Status``),
+        /// fed after each delivery run; empty unless an app asked for one.
+        var modelFeeds: [ModelFeed] = []
+        /// A hop to the main queue that sets the models' figures is on its way.
+        var activityRefreshIsQueued = false
     }
 
     /// - Parameters:
@@ -262,8 +267,11 @@ public final class APIEngine: @unchecked Sendable {
     func transition(
         reportingTo attempt: Attempt? = nil, _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
     ) -> SchedulingMachine.Actions {
-        let (actions, run) = decide(event)
+        var modelsLive = false
+        let (actions, run) = decide(event, modelsLive: &modelsLive)
         perform(actions, delivery: run, reportingTo: attempt)
+        // An observable model may show what changed (a task that waits silently for the network).
+        if modelsLive { activityMayHaveChanged() }
         return actions
     }
 
@@ -272,7 +280,16 @@ public final class APIEngine: @unchecked Sendable {
     func decide(
         _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions
     ) -> (SchedulingMachine.Actions, DeliveryRun?) {
+        var modelsLive = false
+        return decide(event, modelsLive: &modelsLive)
+    }
+
+    /// ``decide(_:)``, saying whether observable models are live (read in the same take of the lock).
+    private func decide(
+        _ event: (inout SchedulingMachine) -> SchedulingMachine.Actions, modelsLive: inout Bool
+    ) -> (SchedulingMachine.Actions, DeliveryRun?) {
         state.withLock { state in
+            modelsLive = !state.modelFeeds.isEmpty
             let actions = event(&state.machine)
             guard actions.deliverEvents else { return (actions, nil) }
             let watched: Bool
