@@ -229,3 +229,47 @@ struct ConnectivityTests {
         #expect(!APIEngine.isOfflineError(.transport(underlying: POSIXError(.ENETUNREACH))))
     }
 }
+
+/// Records the network waits and the starts and ends a delegate hears, as lines.
+private final class NetworkWaitRecorder: APIManagerDelegate, @unchecked Sendable {
+    let lines = Locked<[String]>([])
+    func apiManager(_ manager: any APIManager, taskIsWaitingForNetwork task: AnyAPITask) {
+        lines.withLock { $0.append("waits for the network") }
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {
+        lines.withLock { $0.append("start \(attempt)") }
+    }
+    func apiManager(_ manager: any APIManager, task: AnyAPITask, didFinishWith response: any APIResponse) {
+        lines.withLock { $0.append("finished") }
+    }
+}
+
+@Suite("The delegate hears each wait for the network")
+struct NetworkWaitDelegateTests {
+    @Test(arguments: [nil, "cart"] as [String?])
+    func sentOfflineThenFoundOfflineAgainItHearsEachWaitBeforeTheStartThatEndsIt(scope: String?) {
+        let connectivity = MockTransport.Connectivity(isReachable: false)
+        let h = Harness(connectivity: connectivity)
+        h.transport.stub(nil, "/away", .failure(.notConnectedToInternet), .json("{}"))
+        let recorder = NetworkWaitRecorder()
+        h.manager.delegate = recorder
+        h.manager.send(waiting("/away", scope: scope))
+        #expect(recorder.lines.withLock { $0 } == ["waits for the network"])
+        connectivity.isReachable = true  // goes, and its attempt finds the network gone
+        #expect(recorder.lines.withLock { $0 } == ["waits for the network", "start 1", "waits for the network"])
+        h.clock.advance(by: 2)  // the probe: it goes again and is answered
+        #expect(
+            recorder.lines.withLock { $0 } == [
+                "waits for the network", "start 1", "waits for the network", "start 2", "finished",
+            ])
+    }
+
+    @Test func aTaskThatDoesNotWaitForTheNetworkNeverHearsIt() {
+        let h = Harness(connectivity: MockTransport.Connectivity(isReachable: false))
+        h.transport.stub(nil, "/away", .failure(.notConnectedToInternet))
+        let recorder = NetworkWaitRecorder()
+        h.manager.delegate = recorder
+        h.manager.send(TestRequest("/away"))
+        #expect(recorder.lines.withLock { $0 } == ["start 1"])
+    }
+}

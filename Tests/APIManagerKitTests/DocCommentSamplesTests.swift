@@ -10,6 +10,10 @@ import Testing
 import FoundationNetworking
 #endif
 
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
 enum DocSamples {
     // MARK: What the samples take for granted
 
@@ -272,6 +276,20 @@ enum DocSamples {
             }
         }
     }
+
+    // MARK: APIEngine+Activity.swift (SwiftUI: compiled on Apple platforms, in the workflow's macOS job)
+
+    #if canImport(SwiftUI)
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    struct CartBadge: View {
+        let activity: APIEngine.Activity
+        var body: some View {
+            if activity.durablePending > 0 {
+                Text("\(activity.durablePending) edits will be sent when you are back online")
+            }
+        }
+    }
+    #endif
 
     // MARK: APIMultipartFormData.swift
 

@@ -3,6 +3,10 @@ import APIManagerKitTesting
 import Foundation
 import Testing
 
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
 // MARK: article "Offline and relaunch" (compared word for word by Scripts/check-doc-counts.py)
 
 enum CartEdit: APIRequest, Codable {
@@ -49,8 +53,65 @@ func giveUpOnTheRefusedEdit(in cart: CartEditsAPI) throws {
     try cart.resolveRefusedDurableTask(inScope: "cart", by: .drop)
 }
 
+@available(macOS 14, iOS 17, *)
+@MainActor final class CartStatusModel {
+    let activity: APIEngine.Activity
+
+    init(cart: CartEditsAPI) {
+        activity = cart.engine.activity(inScope: "cart")
+    }
+
+    var banner: String? {
+        if activity.isStoppedByRefusal { return "The server refused an edit: review it" }
+        guard activity.durablePending > 0 else { return nil }
+        let edits = activity.durablePending == 1 ? "1 edit" : "\(activity.durablePending) edits"
+        return activity.network == .online ? "Sending \(edits)…" : "\(edits) will be sent when you are back online"
+    }
+}
+
+// Compiled where SwiftUI is (Apple platforms, in the workflow's macOS job); the model above everywhere.
+#if canImport(SwiftUI)
+@available(macOS 14, iOS 17, *)
+struct CartBanner: View {
+    let model: CartStatusModel
+
+    var body: some View {
+        if let banner = model.banner {
+            Text(banner)
+        }
+    }
+}
+#endif
+
 @Suite("Article samples: offline and relaunch", .timeLimit(.minutes(1)))
 struct DurableCodeSamplesTests {
+    @MainActor @Test func theCartBannerSaysHowManyEditsWaitForTheNetworkThenGoes() throws {
+        let folder = TemporaryFolder("cart-banner")
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/api/cart", .json(#"{"items":[]}"#))
+        let connectivity = MockTransport.Connectivity(isReachable: false)
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = .inline
+        configuration.connectivity = connectivity
+        configuration.durableStore = APIEngine.DurableStore(directory: folder.url)
+        let cart = CartEditsAPI(engine: APIEngine(configuration: configuration))
+        let model = CartStatusModel(cart: cart)
+        #expect(model.banner == nil)
+        cart.send(.add(item: "tea", count: 1))
+        #expect(model.banner == "1 edit will be sent when you are back online")
+        cart.send(.add(item: "milk", count: 2))
+        cart.send(.remove(item: "tea"))
+        #expect(model.banner == "3 edits will be sent when you are back online")
+        connectivity.isReachable = true
+        clock.runUntilIdle()
+        #expect(model.banner == nil)
+        #expect(transport.records.count == 3)
+    }
+
     @Test func theCartEditsKeepTheirCaseAndTheirSettings() throws {
         let edit = CartEdit.add(item: "tea", count: 2)
         let decoded = try JSONDecoder().decode(CartEdit.self, from: JSONEncoder().encode(edit))

@@ -35,6 +35,10 @@ extension APIManager {
         baseDelegate?.apiManager(self, taskIsWaiting: task)
     }
 
+    public func taskIsWaitingForNetwork(_ task: APITask<Request>) {
+        baseDelegate?.apiManager(self, taskIsWaitingForNetwork: task)
+    }
+
     public func task(_ task: APITask<Request>, didStartAttempt attempt: Int) {
         baseDelegate?.apiManager(self, task: task, didStartAttempt: attempt)
     }

@@ -64,6 +64,9 @@ public protocol APIManager: AnyObject, Sendable {
 
     /// The task is queued behind others. Defaults to forwarding to the delegate.
     func taskIsWaiting(_ task: APITask<Request>)
+    /// The task waits for the network (``APIRequest/connectivityWait``), each time it begins such a
+    /// wait. Defaults to forwarding to the delegate.
+    func taskIsWaitingForNetwork(_ task: APITask<Request>)
     /// Attempt `attempt` started. Defaults to forwarding to the delegate.
     func task(_ task: APITask<Request>, didStartAttempt attempt: Int)
     /// The attempt's upload or download went on (``APIRequest/reportsProgress``). Defaults to

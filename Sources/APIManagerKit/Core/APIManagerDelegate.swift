@@ -1,4 +1,4 @@
-/// The base delegate protocol of every manager: seven events, each with an empty default.
+/// The base delegate protocol of every manager: eight events, each with an empty default.
 ///
 /// Events arrive through the manager's forwarding methods (``APIManager/task(_:didFinishWith:)`` and
 /// its siblings), on the manager's ``APIManager/delivery`` (the main queue unless set), one at a
@@ -10,6 +10,10 @@
 public protocol APIManagerDelegate: AnyObject {
     /// The task is queued behind others of its scope. At most once per task, before any other event.
     func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask)
+    /// The task waits for the network (``APIRequest/connectivityWait``): the engine knows it is
+    /// offline, or an attempt found it so. Each time it begins such a wait; its next attempt's start
+    /// says it goes again.
+    func apiManager(_ manager: any APIManager, taskIsWaitingForNetwork task: AnyAPITask)
     /// Attempt `attempt` (1 for the first) has started. Once per attempt.
     func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int)
     /// The attempt's upload or download went on, for a task whose request reports progress
@@ -30,6 +34,7 @@ public protocol APIManagerDelegate: AnyObject {
 
 extension APIManagerDelegate {
     public func apiManager(_ manager: any APIManager, taskIsWaiting task: AnyAPITask) {}
+    public func apiManager(_ manager: any APIManager, taskIsWaitingForNetwork task: AnyAPITask) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didStartAttempt attempt: Int) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, didReport progress: APITransferProgress) {}
     public func apiManager(_ manager: any APIManager, task: AnyAPITask, willRetryAfter delay: Double, error: APIError) {

@@ -363,8 +363,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     enum Event {
         case waiting
-        /// It waits for the network (emitted for the engine's observers only: the delegate's
-        /// `taskIsWaiting` is told at most once, before anything else).
+        /// It waits for the network, each time it begins such a wait (the delegate's
+        /// `taskIsWaitingForNetwork`; its `taskIsWaiting` is told at most once, before anything else).
         case waitingForNetwork
         case started(attempt: Int)
         case progress(APITransferProgress)

@@ -120,8 +120,7 @@ public final class APIEngine: @unchecked Sendable {
         self.state = LockedState(
             State(
                 machine: SchedulingMachine(
-                    circuitBreaker: configuration.circuitBreaker, retryBudget: configuration.retryBudget,
-                    emitsObserverEvents: !configuration.observers.isEmpty),
+                    circuitBreaker: configuration.circuitBreaker, retryBudget: configuration.retryBudget),
                 delivery: configuration.delivery, attemptObservers: configuration.observers
             ))
         configuration.connectivity?.start { [weak self] isReachable in

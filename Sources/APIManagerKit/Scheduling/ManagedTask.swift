@@ -175,7 +175,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         }
         switch event {
         case .waitingForNetwork:
-            break  // for the engine's observers only
+            manager?.taskIsWaitingForNetwork(self)
         case .waiting:
             manager?.taskIsWaiting(self)
         case .started(let attempt):

@@ -99,7 +99,7 @@ extension SchedulingMachine {
             actions.append(.scheduleWaitLimit(task, after: limit))
         }
         task.record.lifecycle = .waitingForConnectivity(error: error)
-        if emitsObserverEvents { emit(.waitingForNetwork, for: task, into: &actions) }
+        emit(.waitingForNetwork, for: task, into: &actions)
     }
 
     /// The task's attempt reached a server: its wait for the network is over (a later one starts

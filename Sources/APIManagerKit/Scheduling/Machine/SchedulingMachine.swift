@@ -51,16 +51,8 @@ struct SchedulingMachine {
     /// store says the backlog is drained (`SchedulingMachine+DurableLine.swift`).
     var durableBacklogs: Set<String?> = []
 
-    /// Whether the engine has observers: events only they are told are emitted
-    /// (``AnyAPITask/Event/waitingForNetwork``).
-    let emitsObserverEvents: Bool
-
-    init(
-        circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil,
-        emitsObserverEvents: Bool = false
-    ) {
+    init(circuitBreaker: APIEngine.CircuitBreaker? = nil, retryBudget: APIEngine.RetryBudget? = nil) {
         resilience = Resilience(breaker: circuitBreaker, budget: retryBudget)
-        self.emitsObserverEvents = emitsObserverEvents
     }
 
     /// The throttle turns kept (tests: they stay bounded however many scopes are throttled).

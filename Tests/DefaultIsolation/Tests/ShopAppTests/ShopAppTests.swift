@@ -141,3 +141,19 @@ private func shopClient(_ transport: MockTransport, _ clock: TestClock) -> APICl
     try model.add(CartItem(sku: "B", quantity: 1))
     #expect(!model.isAdding && model.failure?.statusCode == 409)
 }
+
+// The observable models in an app target: the spinner follows the cart's tasks.
+
+@available(macOS 14, iOS 17, *)
+@Test func theSpinnerShowsWhileTheCartHasATaskInFlight() throws {
+    let clock = TestClock()
+    let transport = MockTransport(clock: clock)
+    transport.stub(.post, "/api/cart/items", MockTransport.Reply.json(#"{"items":[]}"#).after(0.3))
+    let api = CartAPI(engine: APIEngine(transport: transport, clock: clock, delivery: .inline, execution: .inline))
+    let spinner = CartSpinnerModel(api: api)
+    #expect(!spinner.showsSpinner && !spinner.isOffline)
+    let status = try spinner.statusOfAdding(CartItem(sku: "A", quantity: 1), with: api)
+    #expect(spinner.showsSpinner && status.state == .running)
+    clock.advance(by: 0.3)
+    #expect(!spinner.showsSpinner && status.state == .finished)
+}
