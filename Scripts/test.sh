@@ -107,6 +107,10 @@ expect_lines "$playground_output" \
     "   0.000s  #1  add tea            waits for the network" \
     "   0.500s      app                killed: 3 edits left on disk, none sent" \
     "   1.000s      app                relaunched: 3 edits restored, in order" \
+    "   0.200s      cart banner        3 edits will be sent when you are back online" \
+    "   1.000s      cart banner        3 edits will be sent when you are back online" \
+    "   2.000s      cart banner        sending 3 edits" \
+    "cart banner        sending 1 edit" \
     "   2.000s  #1  add tea            starts" \
     "   2.200s  #2  add cake           starts" \
     "   2.400s  #3  remove tea         starts" \

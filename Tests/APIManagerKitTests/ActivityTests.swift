@@ -185,6 +185,36 @@ import Testing
         #expect(h.manager.engine.activity.inFlight == 0)
     }
 
+    @Test func manyChangesOnTheWorkQueuesHopToTheMainActorOneAtATimeAndEndAtTheLastFigures() async {
+        let transport = MockTransport()
+        transport.stub(nil, "/ok", .json("{}"))
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, delivery: .queue(DispatchQueue(label: "hops")),
+                execution: .concurrent(label: "hops")))
+        let activity = manager.activity
+        let count = 100
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let remaining = Locked(count)
+            DispatchQueue.global().async {
+                DispatchQueue.concurrentPerform(iterations: count) { _ in
+                    manager.send(TestRequest("/ok")) { _ in
+                        if remaining.withLock({
+                            $0 -= 1
+                            return $0
+                        }) == 0 {
+                            continuation.resume()
+                        }
+                    }
+                }
+            }
+        }
+        // The last change's hop may still be on its way: wait for the figures to settle at 0.
+        while activity.inFlight != 0 { await Task.yield() }
+        #expect(figures(activity) == [0, 0, 0, 0, 0])
+        #expect(manager.engine.state.withLock { $0.activityRefreshIsQueued } == false)
+    }
+
     @Test func withADeliveryOffTheMainQueueTheModelChangesOnTheMainActor() async {
         let transport = MockTransport()
         transport.stub(nil, "/ok", MockTransport.Reply.json("{}").held())

@@ -144,16 +144,19 @@ extension APIEngine {
     /// Something a model shows may have changed: the live models get their figures now when this runs
     /// on the main queue, otherwise after one hop there.
     func activityMayHaveChanged() {
-        let hop = state.withLock { state -> Bool? in
-            guard !state.modelFeeds.isEmpty else { return nil }
-            if MainQueueMark.isCurrent { return false }
-            defer { state.activityRefreshIsQueued = true }
-            return !state.activityRefreshIsQueued
+        enum Step { case none, now, hop }
+        let step = state.withLock { state -> Step in
+            guard !state.modelFeeds.isEmpty else { return .none }
+            if MainQueueMark.isCurrent { return .now }
+            // One hop at a time: the queued one reads the latest figures when it runs.
+            if state.activityRefreshIsQueued { return .none }
+            state.activityRefreshIsQueued = true
+            return .hop
         }
-        switch hop {
-        case nil: return
-        case false?: refreshModels()
-        case true?:
+        switch step {
+        case .none: return
+        case .now: refreshModels()
+        case .hop:
             DispatchQueue.main.async { [weak self] in
                 self?.state.withLock { $0.activityRefreshIsQueued = false }
                 self?.refreshModels()
