@@ -12,6 +12,7 @@ import Testing
 
 /// Counts the changes `withObservationTracking` reports for what `read` reads (tracking again after
 /// each, as SwiftUI does).
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @MainActor private final class ChangeCounter {
     private(set) var changes = 0
     private let read: @MainActor () -> Void
@@ -34,10 +35,12 @@ import Testing
     }
 }
 
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @MainActor private func figures(_ activity: APIEngine.Activity) -> [Int] {
     [activity.inFlight, activity.running, activity.waiting, activity.waitingForRetry, activity.waitingForNetwork]
 }
 
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @Suite("Observable state: an engine's activity and a task's status", .timeLimit(.minutes(1)))
 @MainActor struct ActivityTests {
     @Test(arguments: [nil, "cart"] as [String?])

@@ -85,6 +85,7 @@ struct CartBanner: View {
 
 @Suite("Article samples: offline and relaunch", .timeLimit(.minutes(1)))
 struct DurableCodeSamplesTests {
+    @available(macOS 14, iOS 17, *)
     @MainActor @Test func theCartBannerSaysHowManyEditsWaitForTheNetworkThenGoes() throws {
         let folder = TemporaryFolder("cart-banner")
         let clock = TestClock()
