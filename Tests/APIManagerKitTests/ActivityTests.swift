@@ -40,9 +40,9 @@ import Testing
     [activity.inFlight, activity.running, activity.waiting, activity.waitingForRetry, activity.waitingForNetwork]
 }
 
-@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @Suite("Observable state: an engine's activity and a task's status", .timeLimit(.minutes(1)))
 @MainActor struct ActivityTests {
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test(arguments: [nil, "cart"] as [String?])
     func aLineOfThreeIsCountedByStateAsItMovesAndAnEndedOneIsGone(scope: String?) {
         let h = Harness()
@@ -66,6 +66,7 @@ import Testing
         #expect(figures(h.manager.engine.activity(inScope: "elsewhere")) == [0, 0, 0, 0, 0])
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func aModelIsToldOnlyOfWhatChangesAndTheSameOneIsGivenWhileHeld() {
         let h = Harness()
         let activity = h.manager.engine.activity
@@ -76,6 +77,7 @@ import Testing
         #expect(activity.inFlight == 0)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func aRetryIsCountedWhileItWaits() {
         let h = Harness()
         h.transport.stub(nil, "/flaky", .status(503), .json("{}"))
@@ -86,6 +88,7 @@ import Testing
         #expect(figures(activity) == [0, 0, 0, 0, 0])
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func aManagersModelCountsItsTasksAloneOnASharedEngine() {
         let h = Harness()
         let other = TestManager(engine: h.manager.engine)
@@ -99,6 +102,7 @@ import Testing
         #expect(mine.inFlight == 0 && theirs.inFlight == 0)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func theNetworkGoesOfflineAndBackAndTasksThatWaitForItAreCounted() {
         let connectivity = MockTransport.Connectivity(isReachable: true)
         let h = Harness(connectivity: connectivity)
@@ -121,6 +125,7 @@ import Testing
         #expect(figures(activity) == [0, 0, 0, 0, 0])
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func anAttemptThatFindsTheNetworkGoneMakesItProbingUntilOneAnswers() {
         let h = Harness()
         h.transport.stub(nil, "/away", .failure(.notConnectedToInternet), .json("{}"))
@@ -134,6 +139,7 @@ import Testing
         #expect(activity.network == .online && activity.inFlight == 0)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func aDurableScopeShowsItsPendingEditsAndAStopByARefusal() throws {
         let folder = TemporaryFolder("activity-durable")
         let store = APIEngine.DurableStore(directory: folder.url, scopesWhenRefused: ["cart": .stopTheLine])
@@ -152,6 +158,7 @@ import Testing
         #expect(!cart.isStoppedByRefusal && cart.durablePending == 0)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func aTasksStatusFollowsItsStateAttemptsAndProgress() {
         let h = Harness()
         h.transport.stub(nil, "/flaky", .status(503), MockTransport.Reply.json(#"{"value":"x"}"#).after(1))
@@ -173,6 +180,7 @@ import Testing
         #expect(status.progress?.isComplete == true, "the final download report")
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func aModelNobodyHoldsIsNoLongerFedAndAFreshOneStartsFromNow() {
         let h = Harness()
         weak var gone: APIEngine.Activity?
@@ -188,6 +196,7 @@ import Testing
         #expect(h.manager.engine.activity.inFlight == 0)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func manyChangesOnTheWorkQueuesHopToTheMainActorOneAtATimeAndEndAtTheLastFigures() async {
         let transport = MockTransport()
         transport.stub(nil, "/ok", .json("{}"))
@@ -218,6 +227,7 @@ import Testing
         #expect(manager.engine.state.withLock { $0.activityRefreshIsQueued } == false)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func withADeliveryOffTheMainQueueTheModelChangesOnTheMainActor() async {
         let transport = MockTransport()
         transport.stub(nil, "/ok", MockTransport.Reply.json("{}").held())
