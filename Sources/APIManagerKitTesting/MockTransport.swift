@@ -149,6 +149,8 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         let path: String
         var replies: [Reply]
         let handler: (@Sendable (URLRequest) -> Reply)?
+        /// How many requests it answered.
+        var used = 0
 
         mutating func nextReply(for request: URLRequest) -> Reply? {
             if let handler { return handler(request) }
@@ -167,6 +169,8 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
     private struct State {
         var routes: [Route] = []
+        /// The stubs made with a ``Match``, tried first, in the order they were added.
+        var matchStubs: [MatchStub] = []
         var records: [Record] = []
         var pending: [Int: Pending] = [:]
         var unmatchedReply: Reply?
@@ -238,6 +242,55 @@ public final class MockTransport: APITransport, @unchecked Sendable {
 
         /// The same sentence, for `APIError`'s description and `localizedDescription`.
         public var errorDescription: String? { description }
+    }
+
+    /// Answers requests `match` describes with `replies` in turn, repeating the last; `times`: how
+    /// many requests it answers (any number when `nil`), after which it no longer matches. Stubs made
+    /// with a match are tried before the path stubs, in the order they were added: the first that
+    /// matches answers.
+    public func stub(_ match: Match, times: Int? = nil, _ replies: Reply...) {
+        stub(match, times: times, replies: replies)
+    }
+
+    /// The same, with the replies in an array.
+    public func stub(_ match: Match, times: Int? = nil, replies: [Reply]) {
+        lock.withLock {
+            state.matchStubs.append(
+                MatchStub(
+                    match: match, times: times,
+                    route: Route(method: match.method, path: match.path ?? "", replies: replies, handler: nil)))
+        }
+    }
+
+    /// Answers requests `match` describes with whatever `handler` returns (`times` as above).
+    public func stub(_ match: Match, times: Int? = nil, handler: @escaping @Sendable (URLRequest) -> Reply) {
+        lock.withLock {
+            state.matchStubs.append(
+                MatchStub(
+                    match: match, times: times,
+                    route: Route(method: match.method, path: match.path ?? "", replies: [], handler: handler)))
+        }
+    }
+
+    /// The stubs that answered fewer requests than they were made for: none for a stub without
+    /// `times` that answered one or more, else the shortfall, as `GET /items (answered 0 of 2)`.
+    /// A test that expects every stub to be used checks that this is empty.
+    public var unusedStubs: [String] {
+        lock.withLock {
+            state.matchStubs.compactMap { stub in
+                let wanted = stub.times ?? 1
+                return stub.route.used < wanted ? "\(stub.match) (answered \(stub.route.used) of \(wanted))" : nil
+            }
+                + state.routes.filter { $0.used == 0 }.map {
+                    "\($0.method?.rawValue ?? "any") \($0.path) (answered 0 of 1)"
+                }
+        }
+    }
+
+    private struct MatchStub {
+        let match: Match
+        let times: Int?
+        var route: Route
     }
 
     private func addRoute(_ route: Route) {
@@ -349,15 +402,25 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             state.records.append(record)
             let path = request.url?.path ?? ""
             let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
-            let index = state.routes.lastIndex { $0.path == path && ($0.method == nil || $0.method == method) }
             var matched: Reply?
-            if let index { matched = state.routes[index].nextReply(for: request) }
+            if let stub = state.matchStubs.firstIndex(where: { stub in
+                stub.times.map { stub.route.used < $0 } ?? true && stub.match.matches(request)
+            }) {
+                matched = state.matchStubs[stub].route.nextReply(for: request)
+                state.matchStubs[stub].route.used += 1
+            } else if let index = state.routes.lastIndex(where: {
+                $0.path == path && ($0.method == nil || $0.method == method)
+            }) {
+                matched = state.routes[index].nextReply(for: request)
+                state.routes[index].used += 1
+            }
             guard let reply = matched ?? state.unmatchedReply else {
                 state.records[number - 1].outcome = .completed
                 state.records[number - 1].endedAt = now
                 let unmatched = UnmatchedRequest(
                     method: method.rawValue, url: request.url,
-                    stubs: state.routes.map { "\($0.method?.rawValue ?? "any") \($0.path)" })
+                    stubs: state.matchStubs.map { "\($0.match)" }
+                        + state.routes.map { "\($0.method?.rawValue ?? "any") \($0.path)" })
                 return (number, Reply.status(404), unmatched)
             }
             if reply.isHeld || reply.latency > 0 {

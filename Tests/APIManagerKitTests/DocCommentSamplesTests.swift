@@ -291,6 +291,19 @@ enum DocSamples {
     }
     #endif
 
+    // MARK: MockTransport+Match.swift
+
+    static func stubsThatMatch() -> MockTransport {
+        let transport = MockTransport()
+        transport.stub(
+            MockTransport.Match(.get, "/products/{id}", host: "shop.test", query: .including(["lang": "en"])),
+            .json(#"{"id":2,"name":"Kettle"}"#))
+        transport.stub(
+            MockTransport.Match(.post, "/cart/items", body: .json(#"{"sku":"A","quantity":1}"#)), times: 1, .status(201)
+        )
+        return transport
+    }
+
     // MARK: APIMultipartFormData.swift
 
     static func makeForm() throws -> APIMultipartFormData {
