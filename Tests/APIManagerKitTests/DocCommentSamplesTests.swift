@@ -298,9 +298,8 @@ enum DocSamples {
         transport.stub(
             MockTransport.Match(.get, "/products/{id}", host: "shop.test", query: .including(["lang": "en"])),
             .json(#"{"id":2,"name":"Kettle"}"#))
-        transport.stub(
-            MockTransport.Match(.post, "/cart/items", body: .json(#"{"sku":"A","quantity":1}"#)), times: 1, .status(201)
-        )
+        let add = MockTransport.Match(.post, "/cart/items", body: .json(#"{"sku":"A","quantity":1}"#))
+        transport.stub(add, times: 1, .status(201))
         return transport
     }
 

@@ -219,26 +219,6 @@ struct ActivityFigures: Equatable, Sendable {
     enum NetworkState: Sendable { case online, offline, probing }
 
     init() {}
-
-    init(of filter: ActivityFilter, in machine: SchedulingMachine) {
-        for task in machine.inFlightTasks where filter.counts(task) {
-            inFlight += 1
-            if task.concurrencyPolicy == .durable { durablePending += 1 }
-            switch task.record.lifecycle {
-            case .running: running += 1
-            case .waitingForRetry: waitingForRetry += 1
-            case .waitingForConnectivity:
-                waiting += 1
-                waitingForNetwork += 1
-            case .created, .waiting: waiting += 1
-            case .ended: break
-            }
-        }
-        let connectivity = machine.connectivity
-        networkState =
-            !connectivity.pathIsReachable ? .offline : connectivity.failedOffline ? .probing : .online
-        if case .scope(let scope) = filter { isStopped = machine.lineIsStopped(scope) }
-    }
 }
 
 /// A live model (held weakly: the engine feeds it while the app holds it) and how its figures are
