@@ -103,6 +103,21 @@ import Testing
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    @Test func aClientsModelCountsItsTasksOfEveryTypeAlone() {
+        let h = Harness()
+        let client = APIClient(engine: h.manager.engine)
+        let other = APIClient(engine: h.manager.engine)
+        client.send(ProgressRequest(path: "/slow"))
+        client.send(SlowCount())
+        other.send(SlowCount())
+        h.manager.send(TestRequest("/slow", scope: "mine"))
+        #expect(client.activity.inFlight == 2 && other.activity.inFlight == 1 && h.manager.activity.inFlight == 1)
+        #expect(client.activity === client.activity)
+        h.clock.advance(by: 1)
+        #expect(client.activity.inFlight == 0)
+    }
+
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @Test func theNetworkGoesOfflineAndBackAndTasksThatWaitForItAreCounted() {
         let connectivity = MockTransport.Connectivity(isReachable: true)
         let h = Harness(connectivity: connectivity)
@@ -255,4 +270,12 @@ private struct ProgressRequest: APIClient.Endpoint {
     var path: String
     var reportsProgress: Bool { true }
     var retryPolicy: APIRetryPolicy? { APIRetryPolicy(baseDelay: 2, jitter: .none) }
+}
+
+/// A slow GET of another endpoint type.
+private struct SlowCount: APIClient.Endpoint {
+    typealias Response = APIRawResponse
+    var url = testBaseURL
+    var path: String { "/slow" }
+    var concurrencyScope: String? { "count" }
 }

@@ -23,8 +23,9 @@ public final class APIClient: Sendable {
     public let engine: APIEngine
     /// The manager of each request type sent so far, by type.
     private let managers = LockedState<[ObjectIdentifier: AnyObject]>([:])
-    /// The request type each durable scope holds (see ``Manager``).
-    private let durableScopes = DurableScopeTypes()
+    /// The request type each durable scope holds (see ``Manager``); its identity names the client's
+    /// tasks (``activity``).
+    let durableScopes = DurableScopeTypes()
 
     /// A client on `engine`: `APIEngine()` (the shared URLSession, delivery on the main queue) unless
     /// given.

@@ -29,8 +29,8 @@ extension APIEngine {
     /// }
     /// ```
     ///
-    /// Get one from ``APIEngine/activity``, ``APIEngine/activity(inScope:)`` or
-    /// ``APIManager/activity``; the same object while something holds it. Its figures are those of
+    /// Get one from ``APIEngine/activity``, ``APIEngine/activity(inScope:)``,
+    /// ``APIManager/activity`` or ``APIClient/activity``; the same object while something holds it. Its figures are those of
     /// the engine's last delivery run (see <doc:OfflineAndRelaunch>).
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor
@@ -186,12 +186,17 @@ enum ActivityFilter: Equatable, Sendable {
     case scope(String?)
     /// The tasks of one manager.
     case sender(ObjectIdentifier)
+    /// The tasks of one ``APIClient``, whatever their request type (its managers share its
+    /// `DurableScopeTypes`, which names it).
+    case client(ObjectIdentifier)
 
     func counts(_ task: AnyAPITask) -> Bool {
         switch self {
         case .all: return true
         case .scope(let scope): return task.concurrencyScope == scope
         case .sender(let sender): return task.sender.map { ObjectIdentifier($0) == sender } ?? false
+        case .client(let client):
+            return (task.sender as? any ClientManager).map { ObjectIdentifier($0.durableScopes) == client } ?? false
         }
     }
 }
@@ -274,4 +279,13 @@ extension APIManager {
     /// same model while something holds it.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor public var activity: APIEngine.Activity { engine.activity(for: .sender(ObjectIdentifier(self))) }
+}
+
+extension APIClient {
+    /// The activity of this client's tasks, of every request type (not those of other managers
+    /// sharing its engine). The same model while something holds it.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    @MainActor public var activity: APIEngine.Activity {
+        engine.activity(for: .client(ObjectIdentifier(durableScopes)))
+    }
 }
