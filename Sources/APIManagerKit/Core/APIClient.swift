@@ -94,19 +94,17 @@ public final class APIClient: Sendable {
     /// Cancels every in-flight task this client sent (reason
     /// ``APIError/CancellationReason/explicit``); other managers' tasks on its engine go on.
     public func cancelAll() {
-        let mine = Set(managers.withLock { $0.values.map(ObjectIdentifier.init) })
-        engine.cancelTasks(reason: .explicit) { task in
-            task.sender.map { mine.contains(ObjectIdentifier($0)) } ?? false
-        }
+        engine.cancelTasks(reason: .explicit) { [identity] task in task.wasSent(byClient: identity) }
     }
 
     /// The tasks this client sent that are in flight, of every request type, in the engine's order
     /// (see ``APIManager/inFlightTasks``).
     public var inFlightTasks: [AnyAPITask] {
-        let mine = Set(managers.withLock { $0.values.map(ObjectIdentifier.init) })
-        return engine.inFlightTasks().filter { task in task.sender.map { mine.contains(ObjectIdentifier($0)) } ?? false
-        }
+        engine.inFlightTasks().filter { [identity] task in task.wasSent(byClient: identity) }
     }
+
+    /// What names this client's tasks: the durable-scope record its managers share.
+    var identity: ObjectIdentifier { ObjectIdentifier(durableScopes) }
 
     /// Where the delegates' events and the completions of calls made off any actor are delivered:
     /// the engine's ``APIEngine/delivery``, `.queue(.main)` unless set.
@@ -158,6 +156,14 @@ final class DurableScopeTypes: Sendable {
 /// A manager of an ``APIClient``, whatever its request type.
 protocol ClientManager {
     var durableScopes: DurableScopeTypes { get }
+}
+
+extension AnyAPITask {
+    /// Whether the client `identity` names (``APIClient/identity``) sent this task: the one rule for
+    /// its `cancelAll()`, `inFlightTasks` and `activity`.
+    func wasSent(byClient identity: ObjectIdentifier) -> Bool {
+        (sender as? any ClientManager).map { ObjectIdentifier($0.durableScopes) == identity } ?? false
+    }
 }
 
 extension APIClient.Manager: ClientManager {}

@@ -195,8 +195,7 @@ enum ActivityFilter: Equatable, Sendable {
         case .all: return true
         case .scope(let scope): return task.concurrencyScope == scope
         case .sender(let sender): return task.sender.map { ObjectIdentifier($0) == sender } ?? false
-        case .client(let client):
-            return (task.sender as? any ClientManager).map { ObjectIdentifier($0.durableScopes) == client } ?? false
+        case .client(let client): return task.wasSent(byClient: client)
         }
     }
 }
@@ -286,6 +285,6 @@ extension APIClient {
     /// sharing its engine). The same model while something holds it.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor public var activity: APIEngine.Activity {
-        engine.activity(for: .client(ObjectIdentifier(durableScopes)))
+        engine.activity(for: .client(identity))
     }
 }
