@@ -127,6 +127,28 @@ struct CompletionTests {
         #expect(outcomes.all.count == 1, "called once: \(outcomes.all)")
     }
 
+    @Test func aCompletionCalledAsTheEngineGoesIsOutsideItsLock() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/a", .json(#"{"value":"a"}"#))
+        transport.stub(nil, "/slow", .json("{}").after(5))
+        let stopped = DispatchQueue(label: "never-runs")
+        stopped.suspend()
+        var manager: TestManager? = TestManager(
+            engine: APIEngine(transport: transport, clock: clock, delivery: .queue(stopped), execution: .inline))
+        // Kept by the test: its state is read under the lock its engine's tasks share.
+        let other = manager?.send(TestRequest("/slow"))
+        let seen = Locked<[String]>([])
+        manager?.send(TestRequest("/a")) { result in
+            // Inside the engine's lock, this read would wait for itself.
+            seen.withLock { $0.append("\(other?.state.isTerminal == true) \((try? result.get())?.value ?? "-")") }
+        }
+        manager = nil
+        stopped.resume()
+        stopped.sync {}
+        #expect(seen.withLock { $0 }.count == 1)
+    }
+
     @Test func aCallerOnNoActorHearsOnTheManagersDeliveryQueue() async {
         let clock = TestClock()
         let transport = MockTransport(clock: clock)

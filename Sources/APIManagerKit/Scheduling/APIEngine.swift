@@ -133,15 +133,18 @@ public final class APIEngine: @unchecked Sendable {
 
     deinit {
         let observed = !observers.isEmpty
-        let (actions, ended) = state.withLock { state in
+        let (actions, ended, kept) = state.withLock { state in
             let ended = state.machine.inFlightTasks
             let actions = state.machine.release()
             // A task that outlives its engine keeps this state (its record is read inside it), so
             // nothing the engine kept stays in it: not the events no delivery run took (their tasks),
-            // the monitor (the app's closure) or the delegates.
-            state = State(machine: SchedulingMachine(), delivery: .inline)
-            return (actions, ended)
+            // the monitor (the app's closure) or the delegates. What it kept is let go after the lock
+            // (`kept`): a task released there may call its completion, the app's code.
+            var kept = State(machine: SchedulingMachine(), delivery: .inline)
+            swap(&state, &kept)
+            return (actions, ended, kept)
         }
+        defer { withExtendedLifetime(kept) {} }
         // No delivery and no new starts: only cancellations, async callers, and the group slots
         // its tasks held, for other engines' tasks.
         actions.performCancellationsAndObservations()
