@@ -126,10 +126,10 @@ extension APIEngine {
 
     /// The live model of `key`, or the one `make` makes, fed from now on with its first figures set.
     @MainActor func model<Model: AnyObject>(for key: ModelFeed.Key, make: () -> (Model, ModelFeed)) -> Model {
-        let existing = state.withLock { state in
-            state.modelFeeds.removeAll { $0.isGone }
-            return state.modelFeeds.first { $0.key == key }?.model
+        let (existing, gone) = state.withLock { state in
+            (state.modelFeeds.first { $0.key == key }?.model, state.takeGoneFeeds())
         }
+        withExtendedLifetime(gone) {}
         // The feed of `key` holds a model `make` made: of this type.
         if let existing = existing as? Model { return existing }
         let (model, feed) = make()
@@ -167,16 +167,28 @@ extension APIEngine {
     /// Sets every live model's figures, read from the machine in one take of its lock (then the
     /// durable store's backlogs, outside it); on the main queue.
     private func refreshModels() {
-        let setters = state.withLock { state in
-            state.modelFeeds.removeAll { $0.isGone }
-            return state.modelFeeds.map { $0.read(state.machine) }
+        let (setters, gone) = state.withLock { state in
+            let gone = state.takeGoneFeeds()
+            return (state.modelFeeds.map { $0.read(state.machine) }, gone)
         }
+        withExtendedLifetime(gone) {}
         guard !setters.isEmpty else { return }
         let store = durableStore
         let apply = setters.map { $0(store) }
         MainActor.assumeIsolated {
             for set in apply { set() }
         }
+    }
+}
+
+extension APIEngine.State {
+    /// Takes out the feeds whose model is gone, for the caller to let go after the lock: a status
+    /// feed holds its task, whose end may call the app's completion.
+    mutating func takeGoneFeeds() -> [ModelFeed] {
+        guard modelFeeds.contains(where: \.isGone) else { return [] }
+        let gone = modelFeeds.filter(\.isGone)
+        modelFeeds.removeAll { $0.isGone }
+        return gone
     }
 }
 
