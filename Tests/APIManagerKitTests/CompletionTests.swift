@@ -173,10 +173,13 @@ struct CompletionTests {
         manager.send(TestRequest("/a"), completion: body)
     }
 
-    @MainActor @Test func aCallerOnTheMainActorUpdatesItsStateThereWithTheDefaultDelivery() async {
+    /// A screen on the main actor that sends with a completion on an engine with `delivery` (the
+    /// default when `nil`), once it heard.
+    @MainActor private func screenThatHeard(delivery: APIEngine.Delivery?) async -> ScreenModel {
         let transport = MockTransport()
         transport.stub(nil, "/a", .json(#"{"value":"a"}"#))
-        let manager = TestManager(engine: APIEngine(transport: transport))
+        let engine = delivery.map { APIEngine(transport: transport, delivery: $0) } ?? APIEngine(transport: transport)
+        let manager = TestManager(engine: engine)
         let model = ScreenModel()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             manager.send(TestRequest("/a")) { result in
@@ -185,21 +188,16 @@ struct CompletionTests {
                 continuation.resume()
             }
         }
+        return model
+    }
+
+    @MainActor @Test func aCallerOnTheMainActorUpdatesItsStateThereWithTheDefaultDelivery() async {
+        let model = await screenThatHeard(delivery: nil)
         #expect(model.shown == "a" && model.wasOnMainQueue)
     }
 
     @MainActor @Test func aMainActorCallerWithADeliveryOffTheMainQueueIsCalledOnTheMainActor() async {
-        let transport = MockTransport()
-        transport.stub(nil, "/a", .json(#"{"value":"a"}"#))
-        let manager = TestManager(engine: APIEngine(transport: transport, delivery: .queue(DispatchQueue(label: "d"))))
-        let model = ScreenModel()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            manager.send(TestRequest("/a")) { result in
-                model.shown = (try? result.get())?.value
-                model.wasOnMainQueue = MainQueueMark.isCurrent
-                continuation.resume()
-            }
-        }
+        let model = await screenThatHeard(delivery: .queue(DispatchQueue(label: "d")))
         #expect(model.shown == "a" && model.wasOnMainQueue)
     }
 

@@ -60,12 +60,12 @@ extension AnyAPITask {
         }
         return engine.model(for: .status(ObjectIdentifier(self))) {
             let model = Status(StatusFigures())
-            let reference = WeakReference(model)
             let feed = ModelFeed(key: .status(ObjectIdentifier(self)), model: model) { [self] _ in
                 let figures = StatusFigures(of: self)
                 return { [self] _ in
                     let figures = figures.with(progress: progressStreams?.latest)
-                    return { (reference.object as? Status)?.apply(figures) }
+                    // The feed's model is the one made with it, of this type.
+                    return { model in (model as? Status)?.apply(figures) }
                 }
             }
             return (model, feed)

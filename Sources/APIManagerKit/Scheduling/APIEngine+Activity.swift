@@ -5,13 +5,13 @@ import Observation
 // manager's tasks are doing, whether the network is there, a durable line's backlog, and one task's
 // state and progress. The models live on the main actor and change there. The engine feeds only the
 // models something holds (it keeps them weakly); without one, what it costs is one read of an empty
-// list with each delivery run, under the lock that run takes anyway.
+// list with each event of the scheduling machine, under the lock the event takes anyway.
 //
-// How they change: after each delivery run that delivered events (every change of a task's state is
-// one), after a change of connectivity, and after a durable line stops or moves again, the engine
-// computes each live model's figures from the scheduling machine, under its lock, and sets those that
-// differ: at once when it runs on the main queue (the default delivery; `.inline` in a main-actor
-// test), otherwise in one hop to the main queue that reads the latest figures (hops do not pile up).
+// How they change: after each event of the machine (`APIEngine.transition`, and the durable line's
+// events once its store's lock is released), the engine computes each live model's figures from the
+// machine, under its lock, and sets those that differ: at once when it runs on the main queue (the
+// default delivery; `.inline` in a main-actor test), otherwise in one hop to the main queue that
+// reads the latest figures (hops do not pile up).
 
 extension APIEngine {
     /// What the tasks of an engine, a scope or a manager are doing, as an observable model (the
@@ -30,8 +30,8 @@ extension APIEngine {
     /// ```
     ///
     /// Get one from ``APIEngine/activity``, ``APIEngine/activity(inScope:)``,
-    /// ``APIManager/activity`` or ``APIClient/activity``; the same object while something holds it. Its figures are those of
-    /// the engine's last delivery run (see <doc:OfflineAndRelaunch>).
+    /// ``APIManager/activity`` or ``APIClient/activity``; the same object while something holds it.
+    /// Its figures are those after the engine's last change (see <doc:OfflineAndRelaunch>).
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor
     public final class Activity: Observable {
@@ -133,9 +133,12 @@ extension APIEngine {
         // The feed of `key` holds a model `make` made: of this type.
         if let existing = existing as? Model { return existing }
         let (model, feed) = make()
-        let setter = state.withLock { feed.read($0.machine) }
-        setter(durableStore)()
-        state.withLock { $0.modelFeeds.append(feed) }
+        // Registered in the take that reads its first figures: a change after it refreshes it.
+        let setter = state.withLock { state in
+            state.modelFeeds.append(feed)
+            return feed.read(state.machine)
+        }
+        setter(durableStore)(model)
         return model
     }
 
@@ -167,16 +170,16 @@ extension APIEngine {
     /// Sets every live model's figures, read from the machine in one take of its lock (then the
     /// durable store's backlogs, outside it); on the main queue.
     private func refreshModels() {
-        let (setters, gone) = state.withLock { state in
+        let (read, gone) = state.withLock { state in
             let gone = state.takeGoneFeeds()
-            return (state.modelFeeds.map { $0.read(state.machine) }, gone)
+            return (state.modelFeeds.map { ($0, $0.read(state.machine)) }, gone)
         }
         withExtendedLifetime(gone) {}
-        guard !setters.isEmpty else { return }
+        guard !read.isEmpty else { return }
         let store = durableStore
-        let apply = setters.map { $0(store) }
+        let apply = read.map { feed, setter in (feed, setter(store)) }
         MainActor.assumeIsolated {
-            for set in apply { set() }
+            for (feed, set) in apply { feed.model.map(set) }
         }
     }
 }
@@ -240,49 +243,43 @@ struct ActivityFigures: Equatable, Sendable {
 /// A live model (held weakly: the engine feeds it while the app holds it) and how its figures are
 /// read: from the machine under the engine's lock, then from the durable store outside it, then set
 /// on the main actor.
-final class ModelFeed: Sendable {
+final class ModelFeed: @unchecked Sendable {
+    // @unchecked: `model` is a weak reference set once (the runtime reads and clears it atomically);
+    // the object is used only on the main actor. The rest is `let`s of Sendable values.
     /// Which model: the same key gives the same model while it lives.
     enum Key: Equatable, Sendable {
         case activity(ActivityFilter)
         case status(ObjectIdentifier)
     }
 
-    typealias Setter = @Sendable (APIEngine.DurableStore?) -> @MainActor @Sendable () -> Void
+    /// Given the durable store, what sets the figures read on the feed's model (on the main actor).
+    typealias Setter = @Sendable (APIEngine.DurableStore?) -> @MainActor @Sendable (AnyObject) -> Void
 
     let key: Key
-    private let weakModel: WeakReference
+    private(set) weak var model: AnyObject?
     let read: @Sendable (SchedulingMachine) -> Setter
 
     init(key: Key, model: AnyObject, read: @escaping @Sendable (SchedulingMachine) -> Setter) {
         self.key = key
-        self.weakModel = WeakReference(model)
+        self.model = model
         self.read = read
     }
 
-    var model: AnyObject? { weakModel.object }
-    var isGone: Bool { weakModel.object == nil }
+    var isGone: Bool { model == nil }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     static func activity(_ model: APIEngine.Activity) -> ModelFeed {
         let filter = model.filter
-        let reference = WeakReference(model)
         return ModelFeed(key: .activity(filter), model: model) { machine in
             let read = ActivityFigures(of: filter, in: machine)
             return { store in
                 var figures = read
                 if case .scope(let scope) = filter, let store { figures.durablePending += store.backlog(of: scope) }
-                return { [figures] in (reference.object as? APIEngine.Activity)?.apply(figures) }
+                // The feed's model is the one made with it, of this type.
+                return { [figures] model in (model as? APIEngine.Activity)?.apply(figures) }
             }
         }
     }
-}
-
-/// A weak reference, Sendable: the runtime reads and clears it atomically; the object is used only
-/// on the main actor.
-final class WeakReference: @unchecked Sendable {
-    // @unchecked: one weak reference, set once.
-    private(set) weak var object: AnyObject?
-    init(_ object: AnyObject) { self.object = object }
 }
 
 extension APIManager {

@@ -63,7 +63,7 @@ public final class APIEngine: @unchecked Sendable {
         /// Whether events wait on a delivery queue nobody runs.
         var deliveryWatch = DeliveryWatch()
         /// The observable models something holds (``APIEngine/Activity``, ``AnyAPITask/Status``),
-        /// fed after each delivery run; empty unless an app asked for one.
+        /// fed after each event of the machine; empty unless an app asked for one.
         var modelFeeds: [ModelFeed] = []
         /// A hop to the main queue that sets the models' figures is on its way.
         var activityRefreshIsQueued = false

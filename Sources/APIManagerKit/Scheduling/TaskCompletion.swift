@@ -11,8 +11,8 @@ import Foundation
 ///
 /// Where it runs: a caller that was not isolated to an actor gets it on the thread that takes it
 /// (the delivery, usually). A caller on the main actor gets it on the main actor: at once when the
-/// taker is on the main thread (the default delivery, the main queue; `.inline` in a main-actor
-/// test), otherwise by a hop to the main queue. A caller on another actor gets it on that actor, by
+/// taker is on the main queue (the default delivery; `.inline` in a main-actor test), otherwise by a
+/// hop to the main queue. A caller on another actor gets it on that actor, by
 /// a hop.
 final class TaskCompletion<Response: Sendable>: @unchecked Sendable {
     // @unchecked: `body` is not Sendable (it may capture the caller's actor-isolated state); it is
