@@ -9,7 +9,7 @@ let targets = [
     "FuzzRetryAfter", "FuzzServerMessage", "FuzzKeyPathDecoding", "FuzzCacheFile", "FuzzQueryEncoding",
     "FuzzPathTemplate", "FuzzCredentialStore", "FuzzLinkHeader",
     "FuzzLenientMapping", "FuzzSetCookie", "FuzzMultipart",
-    "FuzzServerSentEvents", "FuzzJSONLines", "FuzzContentRange", "FuzzHeaderFields",
+    "FuzzServerSentEvents", "FuzzJSONLines", "FuzzContentRange", "FuzzHeaderFields", "FuzzCertificate",
 ]
 
 let package = Package(

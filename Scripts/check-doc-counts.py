@@ -122,6 +122,18 @@ def normalized(lines):
 
 compiled_comments = normalized(open("Tests/APIManagerKitTests/DocCommentSamplesTests.swift").read().splitlines())
 compiled_text = "\n".join(compiled_comments)
+
+# The "Trust and pinning" article: each sample in the library's TrustCodeSamplesTests, or (the one
+# that names AsyncHTTPClientTransport) in the AsyncHTTPClient package's CodeSamplesTests, whatever
+# the indentation.
+trust_compiled = "\n".join(
+    "\n".join(normalized(open(path).read().splitlines()))
+    for path in ["Tests/APIManagerKitTests/TrustCodeSamplesTests.swift",
+                 "Transports/AsyncHTTPClient/Tests/APIManagerKitAsyncHTTPClientTests/CodeSamplesTests.swift"])
+for block in re.findall(r"```swift\n(.*?)```", open("Sources/APIManagerKit/APIManagerKit.docc/TrustAndPinning.md").read(), re.DOTALL):
+    if "\n".join(normalized(block.splitlines())) not in trust_compiled:
+        errors.append("TrustAndPinning.md: a Swift sample is not in TrustCodeSamplesTests.swift or the AsyncHTTPClient CodeSamplesTests word for word")
+
 for path in sorted(glob.glob("Sources/**/*.swift", recursive=True)):
     lines = open(path).read().splitlines()
     index = 0

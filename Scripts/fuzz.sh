@@ -13,7 +13,7 @@ seconds=${1:-30}
 shift || true
 all=(FuzzRetryAfter FuzzServerMessage FuzzKeyPathDecoding FuzzCacheFile FuzzQueryEncoding FuzzPathTemplate FuzzCredentialStore
     FuzzLinkHeader FuzzLenientMapping FuzzSetCookie FuzzMultipart
-    FuzzServerSentEvents FuzzJSONLines FuzzContentRange FuzzHeaderFields)
+    FuzzServerSentEvents FuzzJSONLines FuzzContentRange FuzzHeaderFields FuzzCertificate)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all[@]}"); fi
 
 # Each target is a static library defining LLVMFuzzerTestOneInput, built (with the library it

@@ -2,7 +2,8 @@
 # Starts the integration tests' HTTP server (httpbin + fixtures under gunicorn) on two loopback
 # ports, and a hostile raw-socket server (Tests/IntegrationServer/raw_server.py) on a third,
 # and nginx (Scripts/nginx.sh, installed from Debian's packages if missing) on a fourth, serving
-# files it generates (a 64 MiB big.bin) from .build-venv/nginx/www, with Range support,
+# files it generates (a 64 MiB big.bin) from .build-venv/nginx/www, with Range support, and the
+# TLS servers of the trust tests (Scripts/tls-server.sh: a test PKI made with openssl, nginx),
 # installing them first into .build-venv if needed, and prints the exports the tests read:
 #   eval "$(bash Scripts/integration-server.sh start)"   ...   bash Scripts/integration-server.sh stop
 set -euo pipefail
@@ -11,7 +12,9 @@ venv="$PWD/.build-venv"
 pidfile="$venv/gunicorn.pid"
 rawpidfile="$venv/raw-server.pid"
 nginxroot="$venv/nginx"
+tlsroot="$venv/tls"
 source Scripts/nginx.sh
+source Scripts/tls-server.sh
 
 case "${1:-start}" in
 start)
@@ -34,6 +37,7 @@ PY
     mkdir -p "$nginxroot/www"
     head -c $((64 << 20)) /dev/urandom > "$nginxroot/www/big.bin"
     nginx_start "$nginxroot" >&2
+    tls_exports=$(tls_start "$tlsroot")
     nohup "$venv/bin/python" Tests/IntegrationServer/raw_server.py "$third" > "$venv/raw-server.log" 2>&1 &
     echo $! > "$rawpidfile"
     "$venv/bin/gunicorn" --chdir Tests/IntegrationServer --bind "127.0.0.1:$first" --bind "127.0.0.1:$second" \
@@ -47,6 +51,7 @@ PY
             echo "export APIMANAGERKIT_RAW_SERVER=http://127.0.0.1:$third"
             echo "export APIMANAGERKIT_NGINX=http://127.0.0.1:$NGINX_PORT"
             echo "export APIMANAGERKIT_NGINX_ROOT=$nginxroot/www"
+            echo "$tls_exports"
             exit 0
         fi
         sleep 0.1
@@ -57,6 +62,7 @@ PY
     ;;
 stop)
     nginx_stop "$nginxroot"
+    tls_stop "$tlsroot"
     for file in "$pidfile" "$rawpidfile"; do
         if [[ -f "$file" ]]; then
             kill "$(cat "$file")" 2> /dev/null || true

@@ -13,13 +13,17 @@ nginx_binary() {
     command -v nginx || echo /usr/sbin/nginx
 }
 
-nginx_start() {
-    local root=$1 cpu=${2:-}
+nginx_install() {
     if ! command -v nginx > /dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
         echo "== Installing nginx-light" >&2
         apt-get update -qq >&2
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2
     fi
+}
+
+nginx_start() {
+    local root=$1 cpu=${2:-}
+    nginx_install
     NGINX_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     mkdir -p "$root/www" "$root/temp"
     chmod 755 "$root" # nginx workers run as another user and must read the files

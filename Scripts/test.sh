@@ -263,12 +263,20 @@ if skipped_integration; then
     echo "the integration suite was skipped on AsyncHTTPClientTransport although the server was started" >&2
     exit 1
 fi
+if grep -q 'the trust tests are SKIPPED' "$log"; then
+    echo "the TLS trust tests were skipped although the TLS servers were started" >&2
+    exit 1
+fi
 run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build --filter "$transfers" \
     --skip "$progress|$timeouts"
 total=$((total + $(cat "$log.count")))
 run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build --filter "$progress"
 total=$((total + $(cat "$log.count")))
 run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build --filter "$timeouts"
+total=$((total + $(cat "$log.count")))
+echo "== TLS trust on AsyncHTTPClientTransport under ThreadSanitizer (roots, pins, identities against nginx)"
+run_tests swift test --package-path Transports/AsyncHTTPClient --sanitize=thread \
+    --scratch-path Transports/AsyncHTTPClient/.build-tsan --filter TrustTests
 total=$((total + $(cat "$log.count")))
 echo "== Playground against the real server on AsyncHTTPClientTransport (--transport ahc)"
 ahc_output=$(swift run --package-path Transports/AsyncHTTPClient --skip-build PlaygroundAHC \

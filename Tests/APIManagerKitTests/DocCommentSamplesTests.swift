@@ -385,6 +385,31 @@ enum DocSamples {
 
     // MARK: APIEngine+Configuration.swift
 
+    static let rootPEM = TrustVectors.ecRoot
+
+    static func makeTrustedConfiguration() throws -> APIEngine.Configuration {
+        let ourRoot = try APIEngine.Trust.Certificate(pem: rootPEM)
+        var trust = APIEngine.Trust()
+        trust.hosts["api.bank.example"] = APIEngine.Trust.Rule(
+            roots: [ourRoot],
+            pins: [
+                try APIEngine.Trust.Pin("sha256/lBugbu5d1Tx/bzYw98abxzAd3CqpY2U6E7bMMRiu/UI="),  // the key in use
+                try APIEngine.Trust.Pin("sha256/lmHwjeH5lL4bRHUCwCObVDnbsB9mMXq9oyocfCfZ6ac="),  // the next one
+            ])
+        var configuration = APIEngine.Configuration()
+        configuration.transport = try URLSessionTransport(trust: trust)  // Apple platforms; refused on Linux
+        return configuration
+    }
+
+    static func showSecurityWarning(for host: String) { warned.withLock { $0.append(host) } }
+    static let warned = Locked<[String]>([])
+
+    static func react(to error: APIError) {
+        if case .transport(let failure as APIEngine.Trust.Failure) = error, failure.reason == .pinMismatch {
+            showSecurityWarning(for: failure.host)
+        }
+    }
+
     static func makeConfiguredEngine() -> APIEngine {
         var configuration = APIEngine.Configuration()
         configuration.cache = .shared
@@ -420,6 +445,19 @@ enum DocSamples {
 
 @Suite("The doc comments' samples", .timeLimit(.minutes(1)))
 struct DocCommentSamplesTests {
+    @Test func theTrustSampleIsRefusedOnLinuxAndItsFailureSampleWarnsOfAPinMismatch() throws {
+        #if canImport(FoundationNetworking)
+        let refused = #expect(throws: APIEngine.Trust.Failure.self) { try DocSamples.makeTrustedConfiguration() }
+        #expect(refused?.reason == .unsupportedByTransport)
+        #else
+        #expect(try DocSamples.makeTrustedConfiguration().transport is URLSessionTransport)
+        #endif
+        DocSamples.react(
+            to: .transport(underlying: APIEngine.Trust.Failure(host: "api.bank.example", reason: .pinMismatch)))
+        DocSamples.react(to: .transport(underlying: APIEngine.Trust.Failure(host: "other.example", reason: .expired)))
+        #expect(DocSamples.warned.withLock { $0 } == ["api.bank.example"])
+    }
+
     @Test func theSamplesThatCanRunDoWhatTheirCommentsSay() throws {
         #expect(throws: APIAuthentication.CredentialRejected.self) {
             try DocSamples.checkTokenAnswer(status: 400, error: "invalid_grant")

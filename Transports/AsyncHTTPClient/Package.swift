@@ -15,6 +15,8 @@ let package = Package(
         .package(name: "APIManagerKit", path: "../.."),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The TLS trust (roots, pins, client identities) AsyncHTTPClient's connections are made with.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
         // Only to tell a bootstrapped tracer from the no-op one AsyncHTTPClient would otherwise
         // build a span for on every request.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
@@ -38,6 +40,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),

@@ -75,8 +75,43 @@ public final class URLSessionTransport: APITransport {
 
     /// - Parameter configuration: ``defaultConfiguration`` unless given. A copy is used, with the
     ///   session's own cookie handling turned off.
-    public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
-        delegate = SessionDelegate()
+    public convenience init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
+        self.init(configuration: configuration, delegate: SessionDelegate())
+    }
+
+    /// A transport that trusts servers as `trust` says (``APIEngine/Trust``): on Apple platforms the
+    /// server-trust challenge is evaluated with `SecTrust` (the rule's roots as anchors, the
+    /// host-name policy, then its pins against every certificate of the evaluated chain) and a
+    /// client-certificate challenge is answered with the rule's identity (PKCS #12 only).
+    ///
+    /// Throws ``APIEngine/Trust/Failure`` when `trust` cannot be applied: a host pattern or an
+    /// identity that is not valid, a PEM identity on Apple platforms, and, **on Linux, any trust but
+    /// the system's** (``APIEngine/Trust/Failure/Reason/unsupportedByTransport``): FoundationNetworking
+    /// gives its delegate no trust challenge, so roots, pins and identities could not be honoured.
+    /// Use `AsyncHTTPClientTransport` there.
+    /// - Parameters:
+    ///   - configuration: ``defaultConfiguration`` unless given, as ``init(configuration:)``.
+    ///   - trust: the roots, pins and client identity, for every host or per host.
+    public convenience init(
+        configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration, trust: APIEngine.Trust
+    ) throws {
+        try trust.validate()
+        #if canImport(FoundationNetworking)
+        guard trust.isSystemTrust else {
+            throw APIEngine.Trust.Failure(
+                host: "", reason: .unsupportedByTransport,
+                detail: "URLSessionTransport on Linux cannot apply roots, pins or a client identity: "
+                    + "FoundationNetworking gives its delegate no trust challenge; use AsyncHTTPClientTransport "
+                    + "(the APIManagerKitAsyncHTTPClient package), which applies them")
+        }
+        self.init(configuration: configuration, delegate: SessionDelegate())
+        #else
+        self.init(configuration: configuration, delegate: SessionDelegate(trust: try ServerTrustEvaluator(trust)))
+        #endif
+    }
+
+    private init(configuration: URLSessionConfiguration, delegate: SessionDelegate) {
+        self.delegate = delegate
         let configuration = configuration.copy() as? URLSessionConfiguration ?? configuration
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
@@ -216,6 +251,9 @@ enum Stop: Equatable {
     /// An authentication challenge was rejected (Linux), so the cancellation that follows is the
     /// `401` response.
     case rejectedChallenge
+    /// The server was not trusted (Apple platforms, a trust of the app's own): the attempt fails
+    /// with this.
+    case untrusted(APIEngine.Trust.Failure)
 
     /// Whether parts that still arrive are dropped (the `401` of a rejected challenge is kept).
     var dropsBody: Bool { self != .rejectedChallenge }
@@ -225,6 +263,8 @@ enum Stop: Equatable {
         case (.refusedRedirect, .refusedRedirect), (.bodyTooLarge, .bodyTooLarge), (.timedOut, .timedOut),
             (.rejectedChallenge, .rejectedChallenge):
             return true
+        case (.untrusted(let lhs), .untrusted(let rhs)):
+            return lhs == rhs
         default:
             return false
         }
@@ -300,6 +340,14 @@ struct Transfer {
 final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: what changes is in `state`, behind its lock; a `URLSessionTask` is thread-safe.
     private let state = LockedState(State())
+    #if !canImport(FoundationNetworking)
+    /// The trust of the app's own the challenges are answered with; `nil` for the system's.
+    let trust: ServerTrustEvaluator?
+
+    init(trust: ServerTrustEvaluator? = nil) {
+        self.trust = trust
+    }
+    #endif
 
     /// Everything that changes, behind one lock; no completion is called while it is held.
     private struct State {
@@ -591,7 +639,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
         state.withLock { $0.transfers[task.taskIdentifier]?.stopping(.rejectedChallenge) }
         completionHandler(.rejectProtectionSpace, nil)
         #else
-        completionHandler(.performDefaultHandling, nil)
+        guard let trust else { return completionHandler(.performDefaultHandling, nil) }
+        switch trust.answer(challenge) {
+        case .untrusted(let failure):
+            state.withLock { $0.transfers[task.taskIdentifier]?.stopping(.untrusted(failure)) }
+            completionHandler(.cancelAuthenticationChallenge, nil)
+        case .use(let credential):
+            completionHandler(.useCredential, credential)
+        case .defaultHandling:
+            completionHandler(.performDefaultHandling, nil)
+        }
         #endif
     }
 
@@ -613,6 +670,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendab
             return
         case .timedOut:
             completion(.failure(URLError(.timedOut)))
+            return
+        case .untrusted(let failure):
+            completion(.failure(failure))
             return
         case .rejectedChallenge, nil:
             break

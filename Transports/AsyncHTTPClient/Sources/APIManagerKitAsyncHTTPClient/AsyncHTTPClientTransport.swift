@@ -6,6 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Tracing
 
 #if canImport(FoundationNetworking)
@@ -71,6 +72,42 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.own(configuration))
         self.ownsClient = true
         self.maxRedirects = max(0, maxRedirects)
+        self.hostClients = [:]
+        self.trust = .system
+        self.tlsConfigurations = ["": configuration.tlsConfiguration]
+    }
+
+    /// A transport with clients of its own: `client` for every host without a rule, one per host
+    /// rule of `trust`.
+    init(
+        client: (HTTPClient, TLSConfiguration?), hostClients: [String: (HTTPClient, TLSConfiguration?)],
+        trust: APIEngine.Trust, maxRedirects: Int
+    ) {
+        self.client = client.0
+        self.ownsClient = true
+        self.maxRedirects = max(0, maxRedirects)
+        self.hostClients = hostClients.mapValues(\.0)
+        self.trust = trust
+        self.tlsConfigurations = hostClients.mapValues(\.1).merging(["": client.1]) { own, _ in own }
+    }
+
+    /// The trust servers are checked with (``init(configuration:trust:maxRedirects:)``); the
+    /// system's unless given.
+    public let trust: APIEngine.Trust
+    /// The client of each host rule of ``trust``, by its pattern.
+    private let hostClients: [String: HTTPClient]
+    /// The TLS configuration of each client, by its pattern ("" for ``client``'s).
+    private let tlsConfigurations: [String: TLSConfiguration?]
+
+    /// The TLS configuration requests to `host` are sent with (`nil`: NIOSSL's client defaults).
+    func tlsConfiguration(forHost host: String) -> TLSConfiguration? {
+        tlsConfigurations[trust.pattern(forHost: host) ?? ""] ?? nil
+    }
+
+    /// The client a request to `host` goes through: its host rule's, or ``client``.
+    func client(forHost host: String) -> HTTPClient {
+        guard !hostClients.isEmpty, let pattern = trust.pattern(forHost: host) else { return client }
+        return hostClients[pattern] ?? client
     }
 
     /// The configuration of the transport's own client: `configuration` with the settings
@@ -91,6 +128,9 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
         self.client = client
         self.ownsClient = false
         self.maxRedirects = max(0, maxRedirects)
+        self.hostClients = [:]
+        self.trust = .system
+        self.tlsConfigurations = [:]
     }
 
     /// Shuts down the client the transport made (requests in flight fail); does nothing for a
@@ -104,6 +144,7 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
             })
         else { return }
         try await client.shutdown()
+        for hostClient in hostClients.values { try await hostClient.shutdown() }
     }
 
     private let shutDown = NIOLockedValueBox(false)
@@ -112,6 +153,7 @@ public final class AsyncHTTPClientTransport: APITransport, Sendable {
         // AsyncHTTPClient stops a debug build whose client is released without a shutdown.
         guard ownsClient, !shutDown.withLockedValue({ $0 }) else { return }
         client.shutdown(queue: .global()) { _ in }
+        for hostClient in hostClients.values { hostClient.shutdown(queue: .global()) { _ in } }
     }
 
     /// Sends the request with AsyncHTTPClient: its `HTTPClient.Request` built from the fields
@@ -212,7 +254,8 @@ final class Exchange: APICancellable, Sendable {
             uploadLength: options.progress == nil ? nil : Self.bodyLength(of: request),
             sink: options.responseBody, idleLimit: Self.timeAmount(request.timeout), headReceived: options.headReceived,
             protocolVersionReceived: options.protocolVersionReceived)
-        let task = transport.client.execute(request: converted, delegate: collector, deadline: deadline)
+        let task = transport.client(forHost: converted.host).execute(
+            request: converted, delegate: collector, deadline: deadline)
         collector.watchIdleTime(of: task)
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.cancelled else { return false }
@@ -243,7 +286,16 @@ final class Exchange: APICancellable, Sendable {
                 case .none: finish(.success(raw))
                 }
             case .failure(let error):
-                finish(.failure(Self.map(error)))
+                let mapped = Self.map(error, host: converted.host)
+                guard let failure = mapped as? APIEngine.Trust.Failure, failure.reason == .untrustedRoot else {
+                    return finish(.failure(mapped))
+                }
+                // BoringSSL does not say why it refused the certificate: its dates may.
+                TrustDiagnosis.refine(
+                    failure, host: converted.host, port: converted.port,
+                    tls: transport.tlsConfiguration(forHost: converted.host),
+                    on: task.eventLoop
+                ).whenSuccess { self.finish(.failure($0)) }
             }
         }
     }
@@ -450,8 +502,9 @@ final class Exchange: APICancellable, Sendable {
 
     /// AsyncHTTPClient's and SwiftNIO's errors as the `URLError` codes the retry rules read; an
     /// `APIError` (the body limit) as it is.
-    static func map(_ error: any Error) -> any Error {
+    static func map(_ error: any Error, host: String) -> any Error {
         if error is APIError || error is URLError { return error }
+        if let failure = AsyncHTTPClientTransport.trustFailure(error, host: host) { return failure }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled: return URLError(.cancelled)

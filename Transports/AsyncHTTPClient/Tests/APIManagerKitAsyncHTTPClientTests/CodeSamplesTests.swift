@@ -1,5 +1,6 @@
-// The code samples of Transports/AsyncHTTPClient/README.md and of the "Talking HTTP" article's
-// AsyncHTTPClient section, compiled and run. Keep them in step.
+// The code samples of Transports/AsyncHTTPClient/README.md, of the "Talking HTTP" article's
+// AsyncHTTPClient section and of the "Trust and pinning" article's AsyncHTTPClient sample, compiled
+// and run. Keep them in step.
 import APIManagerKit
 import APIManagerKitAsyncHTTPClient
 import Foundation
@@ -16,6 +17,21 @@ struct CodeSamplesTests {
         typealias Response = APIRawResponse
         let engine: APIEngine
         init(engine: APIEngine) { self.engine = engine }
+    }
+
+    static func makeEngine(trust: APIEngine.Trust) throws -> APIEngine {
+        var configuration = APIEngine.Configuration()
+        configuration.transport = try AsyncHTTPClientTransport(trust: trust)
+        let engine = APIEngine(configuration: configuration)
+        return engine
+    }
+
+    @Test func anEngineIsMadeOnATransportWithATrust() async throws {
+        let pin = try APIEngine.Trust.Pin("sha256/lBugbu5d1Tx/bzYw98abxzAd3CqpY2U6E7bMMRiu/UI=")
+        let engine = try Self.makeEngine(trust: APIEngine.Trust(hosts: ["api.bank.example": .init(pins: [pin])]))
+        let transport = try #require(engine.transport as? AsyncHTTPClientTransport)
+        #expect(transport.trust.rule(forHost: "api.bank.example").pins == [pin])
+        try await transport.shutdown()
     }
 
     @Test func aTransportIsMadeSharedByEnginesAndShutDown() async throws {
