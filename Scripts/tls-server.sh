@@ -8,7 +8,9 @@
 # certificates signed by ours for localhost and 127.0.0.1 (valid, expired in 2020, for another
 # host), one signed by the other root, and a client certificate (PEM and PKCS #12, password
 # "test"). Each server answers every request with a line of JSON; its access log records each
-# request it was sent (`port method uri status`), so a test can tell that nothing was.
+# request it was sent (`port method uri status`), so a test can tell that nothing was. Beside nginx,
+# Tests/IntegrationServer/tls_mutual_server.py refuses a client without a certificate in the
+# handshake itself (nginx answers 400 instead).
 
 tls_certificates() {
     local dir=$1
@@ -72,7 +74,7 @@ tls_start() {
     local ports
     read -r -a ports <<< "$(python3 -c '
 import socket
-sockets = [socket.socket() for _ in range(5)]
+sockets = [socket.socket() for _ in range(6)]
 for s in sockets:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in sockets))')"
@@ -126,8 +128,12 @@ http {
 }
 CONF
     "$(nginx_binary)" -c "$root/nginx.conf" -p "$root"
+    nohup python3 Tests/IntegrationServer/tls_mutual_server.py "${ports[5]}" "$certs" > "$root/mutual.log" 2>&1 &
+    echo $! > "$root/mutual.pid"
     for _ in $(seq 1 50); do
-        if curl -fsS --cacert "$certs/ca.pem" "https://127.0.0.1:${ports[0]}/ready" > /dev/null 2>&1; then
+        if curl -fsS --cacert "$certs/ca.pem" "https://127.0.0.1:${ports[0]}/ready" > /dev/null 2>&1 \
+            && curl -fsS --cacert "$certs/ca.pem" --cert "$certs/client.pem" --key "$certs/client.key" \
+                "https://127.0.0.1:${ports[5]}/ready" > /dev/null 2>&1; then
             echo "export APIMANAGERKIT_TLS_CERTIFICATES=$certs"
             echo "export APIMANAGERKIT_TLS_ACCESS_LOG=$root/access.log"
             echo "export APIMANAGERKIT_TLS_SERVER=https://127.0.0.1:${ports[0]}"
@@ -135,15 +141,20 @@ CONF
             echo "export APIMANAGERKIT_TLS_WRONG_HOST=https://127.0.0.1:${ports[2]}"
             echo "export APIMANAGERKIT_TLS_UNKNOWN_ROOT=https://127.0.0.1:${ports[3]}"
             echo "export APIMANAGERKIT_TLS_MUTUAL=https://127.0.0.1:${ports[4]}"
+            echo "export APIMANAGERKIT_TLS_MUTUAL_STRICT=https://127.0.0.1:${ports[5]}"
             return 0
         fi
         sleep 0.1
     done
-    echo "the TLS servers did not start; nginx's log:" >&2
-    cat "$root/error.log" >&2 || true
+    echo "the TLS servers did not start; their logs:" >&2
+    cat "$root/error.log" "$root/mutual.log" >&2 || true
     return 1
 }
 
 tls_stop() {
     nginx_stop "$1"
+    if [[ -f "$1/mutual.pid" ]]; then
+        kill "$(cat "$1/mutual.pid")" 2> /dev/null || true
+        rm -f "$1/mutual.pid"
+    fi
 }

@@ -87,12 +87,24 @@ extension AsyncHTTPClientTransport {
                 host: host, reason: .invalidConfiguration, detail: "NIOSSL could not read it: \(error)")
         }
         configuration.tlsConfiguration = tls
-        if !rule.pins.isEmpty {
+        // A rule that trusts its roots alone, each of them pinned, is kept by NIOSSL's verification:
+        // whichever root a chain ends at is pinned.
+        let rootsArePinned =
+            !rule.trustsSystemRoots && !rule.roots.isEmpty
+            && rule.roots.allSatisfy { rule.pins.contains($0.publicKeyPin) }
+        if !rule.pins.isEmpty && !rootsArePinned {
+            let pinnedRoots = rule.roots.map(\.publicKeyPin).filter(rule.pins.contains)
+            let advice =
+                pinnedRoots.isEmpty
+                ? nil
+                : "AsyncHTTPClientTransport compares pins with the server's own key only: to pin the root "
+                    + "\(pinnedRoots.map(\.description).joined(separator: ", ")), make it the rule's only root "
+                    + "(trustsSystemRoots: false)"
             let pins = APIEngine.Trust(APIEngine.Trust.Rule(pins: rule.pins))
             configuration.http1_1ConnectionDebugInitializer = Self.checkingPins(
-                pins, then: configuration.http1_1ConnectionDebugInitializer)
+                pins, advice: advice, then: configuration.http1_1ConnectionDebugInitializer)
             configuration.http2ConnectionDebugInitializer = Self.checkingPins(
-                pins, then: configuration.http2ConnectionDebugInitializer)
+                pins, advice: advice, then: configuration.http2ConnectionDebugInitializer)
         }
         return configuration
     }
@@ -101,7 +113,7 @@ extension AsyncHTTPClientTransport {
     /// pins (AsyncHTTPClient calls it once the TLS handshake is done, before the connection carries
     /// a request), then calls `next` (one the configuration had).
     static func checkingPins(
-        _ pins: APIEngine.Trust, then next: (@Sendable (Channel) -> EventLoopFuture<Void>)?
+        _ pins: APIEngine.Trust, advice: String?, then next: (@Sendable (Channel) -> EventLoopFuture<Void>)?
     ) -> @Sendable (Channel) -> EventLoopFuture<Void> {
         { channel in
             channel.eventLoop.submit { () -> [Data]? in
@@ -112,7 +124,11 @@ extension AsyncHTTPClientTransport {
                 return try handler.peerCertificate.map { [Data(try $0.toDERBytes())] } ?? []
             }.flatMapThrowing { certificates in
                 if let certificates, let failure = pins.checkPins(host: "", certificates: certificates) {
-                    throw failure
+                    guard let advice else { throw failure }
+                    throw APIEngine.Trust.Failure(
+                        host: failure.host, reason: failure.reason,
+                        detail: [failure.detail, advice].compactMap { $0 }
+                            .joined(separator: "; "))
                 }
             }.flatMap {
                 next?(channel) ?? channel.eventLoop.makeSucceededVoidFuture()
@@ -127,7 +143,9 @@ extension AsyncHTTPClientTransport {
         if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
             return APIEngine.Trust.Failure(host: host, reason: .wrongHost, detail: "\(error)")
         }
-        guard let error = error as? NIOSSLError else { return nil }
+        // A handshake that failed on our side is an `NIOSSLError`; an alert the server sent after it
+        // (TLS 1.3's `certificate_required`) arrives as a `BoringSSLError` on the first read.
+        guard error is NIOSSLError || error is BoringSSLError else { return nil }
         // BoringSSL's reasons (`…:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED at file:line`), without
         // the source locations.
         let words = "\(error)".components(separatedBy: "OPENSSL_internal:").dropFirst()

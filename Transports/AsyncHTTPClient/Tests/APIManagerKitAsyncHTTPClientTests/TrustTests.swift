@@ -112,6 +112,21 @@ struct TrustTests {
         #expect(after.contains("POST \(path) 200"))
     }
 
+    @Test func aRootIsPinnedByMakingItTheOnlyRoot() async throws {
+        // Pinning our root beside the system's: the server's own key is compared, and the failure says how to pin a root.
+        var rule = try TLS.ourRoot
+        rule.pins = [try TLS.pin("ca")]
+        let failure = trustFailure(try await send("SERVER", trust: APIEngine.Trust(rule)))
+        #expect(failure?.reason == .pinMismatch)
+        #expect(failure?.detail?.contains("trustsSystemRoots: false") == true)
+        // Our root alone, pinned: the chain must end at it, which NIOSSL checks.
+        rule.trustsSystemRoots = false
+        #expect(try await send("SERVER", trust: APIEngine.Trust(rule)).get().server == "trusted")
+        let other = APIEngine.Trust.Rule(
+            roots: [try TLS.certificate("other-ca")], trustsSystemRoots: false, pins: [try TLS.pin("other-ca")])
+        #expect(trustFailure(try await send("SERVER", trust: APIEngine.Trust(other)))?.reason == .untrustedRoot)
+    }
+
     @Test func anUnknownRootFails() async throws {
         let failure = trustFailure(try await send("UNKNOWN_ROOT", trust: APIEngine.Trust(try TLS.ourRoot)))
         #expect(failure?.reason == .untrustedRoot)
@@ -153,6 +168,17 @@ struct TrustTests {
             return
         }
         #expect(response.statusCode == 400)
+    }
+
+    @Test func aServerThatRefusesInTheHandshakeFailsAsARefusedClientCertificate() async throws {
+        // tls_mutual_server.py asks TLS 1.3's certificate and sends `certificate_required` without one.
+        let result = try await send("MUTUAL_STRICT", trust: APIEngine.Trust(try TLS.ourRoot))
+        let failure = trustFailure(result)
+        #expect(failure?.reason == .clientCertificateRefused, "\(result)")
+        #expect(failure?.host == "127.0.0.1")
+        var rule = try TLS.ourRoot
+        rule.identity = .pkcs12(try TLS.file("client.p12"), password: "test")
+        #expect(try await send("MUTUAL_STRICT", trust: APIEngine.Trust(rule)).get().client == "CN=client")
     }
 
     @Test func eachHostHasItsRule() async throws {
