@@ -87,7 +87,7 @@ struct ServerTrustEvaluator: @unchecked Sendable {
         let options = [kSecImportExportPassphrase as String: password] as CFDictionary
         let status = SecPKCS12Import(data as CFData, options, &items)
         guard status == errSecSuccess, let first = (items as? [[String: Any]])?.first,
-            let object = first[kSecImportItemIdentity as String] as AnyObject?,
+            let object = first[kSecImportItemIdentity as String].map({ $0 as AnyObject }),
             CFGetTypeID(object) == SecIdentityGetTypeID()
         else {
             throw APIEngine.Trust.Failure(
