@@ -18,7 +18,7 @@ source Scripts/tls-server.sh
 
 case "${1:-start}" in
 start)
-    if ! "$venv/bin/python" -c "import httpbin, gunicorn" > /dev/null 2>&1; then
+    if ! "$venv/bin/python" -c "import httpbin, gunicorn, haralyzer" > /dev/null 2>&1; then
         python3 -m venv "$venv" >&2
         "$venv/bin/pip" install --quiet --disable-pip-version-check -r Tests/IntegrationServer/requirements.txt >&2
     fi

@@ -59,6 +59,10 @@ trap 'rm -f "$log" "$log.count"; bash Scripts/integration-server.sh stop' EXIT
 echo "== Integration server: httpbin + fixtures under gunicorn on 127.0.0.1 (installed into .build-venv from PyPI)"
 eval "$(bash Scripts/integration-server.sh start)"
 echo "serving on $APIMANAGERKIT_TEST_SERVER and $APIMANAGERKIT_TEST_SERVER_2"
+# Where the integration suite writes the sessions it records as HAR (checked below).
+export APIMANAGERKIT_HAR_DIR="$PWD/.build-venv/har"
+rm -rf "$APIMANAGERKIT_HAR_DIR"
+mkdir -p "$APIMANAGERKIT_HAR_DIR"
 
 echo "== Playground: build, run every story and check its timeline, reject an unknown argument"
 swift build --product Playground
@@ -274,6 +278,25 @@ run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build --fi
 total=$((total + $(cat "$log.count")))
 run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build --filter "$timeouts"
 total=$((total + $(cat "$log.count")))
+echo "== HAR: the sessions recorded on both transports and the committed recordings, as HAR 1.2 and read back by haralyzer"
+har_files=("$APIMANAGERKIT_HAR_DIR/URLSessionTransport.har" "$APIMANAGERKIT_HAR_DIR/AsyncHTTPClientTransport.har")
+while IFS= read -r committed; do har_files+=("$committed"); done < <(git ls-files '*.har')
+.build-venv/bin/python Scripts/check-har.py "${har_files[@]}"
+# The check must be able to fail: a file without timings, and one that is not JSON.
+.build-venv/bin/python - "$APIMANAGERKIT_HAR_DIR" <<'PY'
+import json, sys
+har = json.load(open(sys.argv[1] + "/URLSessionTransport.har"))
+del har["log"]["entries"][0]["timings"]
+json.dump(har, open(sys.argv[1] + "/lacking.har", "w"))
+open(sys.argv[1] + "/broken.har", "w").write('{"log": {"version": "1.2", "entries": [')
+PY
+for broken in lacking broken; do
+    if .build-venv/bin/python Scripts/check-har.py "$APIMANAGERKIT_HAR_DIR/$broken.har" > /dev/null 2>&1; then
+        echo "check-har.py accepted a $broken HAR" >&2
+        exit 1
+    fi
+done
+
 echo "== TLS trust on AsyncHTTPClientTransport under ThreadSanitizer (roots, pins, identities against nginx)"
 run_tests swift test --package-path Transports/AsyncHTTPClient --sanitize=thread \
     --scratch-path Transports/AsyncHTTPClient/.build-tsan --filter TrustTests

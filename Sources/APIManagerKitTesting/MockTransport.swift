@@ -175,6 +175,9 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         var pending: [Int: Pending] = [:]
         var unmatchedReply: Reply?
         var protocolVersion: String?
+        /// Where a request no stub answers goes instead of failing, and the recorder of those
+        /// exchanges (``replay(_:timing:sendingMissesWith:into:)``).
+        var misses: (transport: any APITransport, recorder: APIEngine.HARRecorder)?
     }
 
     private let lock = NSLock()
@@ -394,7 +397,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
             request.httpBodyStream = nil  // clears `httpBody` too: set it after
             request.httpBody = body
         }
-        let (number, reply, unmatched): (Int, Reply, UnmatchedRequest?) = lock.withLock {
+        let (number, reply, unmatched, miss): (Int, Reply, UnmatchedRequest?, MissPassage?) = lock.withLock {
             let number = state.records.count + 1
             var record = Record(number: number, request: request, outcome: .pending, sentAt: now)
             record.options = options
@@ -414,6 +417,11 @@ public final class MockTransport: APITransport, @unchecked Sendable {
                 matched = state.routes[index].nextReply(for: request)
                 state.routes[index].used += 1
             }
+            if matched == nil, let misses = state.misses {
+                return (
+                    number, Reply.status(404), nil, MissPassage(transport: misses.transport, recorder: misses.recorder)
+                )
+            }
             guard let reply = matched ?? state.unmatchedReply else {
                 state.records[number - 1].outcome = .completed
                 state.records[number - 1].endedAt = now
@@ -421,13 +429,16 @@ public final class MockTransport: APITransport, @unchecked Sendable {
                     method: method.rawValue, url: request.url,
                     stubs: state.matchStubs.map { "\($0.match)" }
                         + state.routes.map { "\($0.method?.rawValue ?? "any") \($0.path)" })
-                return (number, Reply.status(404), unmatched)
+                return (number, Reply.status(404), unmatched, nil)
             }
             if reply.isHeld || reply.latency > 0 {
                 state.pending[number] = Pending(number: number, reply: reply, completion: completion, timer: nil)
                 if reply.isHeld { state.records[number - 1].outcome = .held }
             }
-            return (number, reply, nil)
+            return (number, reply, nil, nil)
+        }
+        if let miss {
+            return sendMiss(request, as: given, number: number, options: options, through: miss, completion: completion)
         }
         let cancellable = Cancellation(transport: self, number: number)
         if let unmatched {
@@ -611,5 +622,47 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         weak var transport: MockTransport?
         let number: Int
         func cancel() { transport?.cancel(number: number) }
+    }
+}
+
+// MARK: Misses sent on
+
+/// Where a request no stub answered goes (``MockTransport/replay(_:timing:sendingMissesWith:into:)``).
+struct MissPassage {
+    let transport: any APITransport
+    let recorder: APIEngine.HARRecorder
+}
+
+extension MockTransport {
+    func sendMisses(with live: any APITransport, into recorder: APIEngine.HARRecorder) {
+        lock.withLock { state.misses = (live, recorder) }
+    }
+
+    func markCompleted(_ number: Int) {
+        let now = clock.now
+        lock.withLock {
+            state.records[number - 1].outcome = .completed
+            state.records[number - 1].endedAt = now
+        }
+    }
+
+    /// Sends a request no stub answered with the live transport, records the exchange, and marks
+    /// the record completed when it ends.
+    func sendMiss(
+        _ request: URLRequest, as given: APIHTTPRequest?, number: Int, options: APITransportOptions,
+        through miss: MissPassage, completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
+    ) -> any APICancellable {
+        let sent = Date()
+        let started = DispatchTime.now().uptimeNanoseconds
+        let recorded: @Sendable (Result<APIRawResponse, any Error>) -> Void = { [weak self] result in
+            let duration = TimeInterval(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            miss.recorder.record(request, result: result, sent: sent, duration: duration)
+            self?.markCompleted(number)
+            completion(result)
+        }
+        if let given {
+            return miss.transport.send(given, options: options, completion: recorded)
+        }
+        return miss.transport.send(request, options: options, completion: recorded)
     }
 }

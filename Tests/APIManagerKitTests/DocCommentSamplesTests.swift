@@ -387,6 +387,32 @@ enum DocSamples {
 
     static let rootPEM = TrustVectors.ecRoot
 
+    /// The recorder's sample: an engine whose attempts are recorded, written to Application Support.
+    static func recordSession() throws -> APIEngine.HARRecorder {
+        let recorder = APIEngine.HARRecorder()
+        var configuration = APIEngine.Configuration()
+        configuration.observers = [recorder]
+        let engine = APIEngine(configuration: configuration)
+        // … use the engine …
+        try recorder.write(to: applicationSupport.appendingPathComponent("session.har"))
+        _ = engine
+        return recorder
+    }
+
+    static func replayed(from recording: URL, clock: TestClock) throws -> MockTransport {
+        let transport = MockTransport(clock: clock)
+        try transport.replay(APIEngine.HAR.read(from: recording), timing: .recorded)
+        return transport
+    }
+
+    static func growCassette(_ cassette: URL, transport: MockTransport) throws {
+        let recording = try APIEngine.HAR.read(from: cassette)
+        let newEpisodes = APIEngine.HARRecorder()
+        transport.replay(recording, timing: .immediate, sendingMissesWith: URLSessionTransport(), into: newEpisodes)
+        // … the test …
+        try newEpisodes.write(to: cassette, after: recording)
+    }
+
     static func makeTrustedConfiguration() throws -> APIEngine.Configuration {
         let ourRoot = try APIEngine.Trust.Certificate(pem: rootPEM)
         var trust = APIEngine.Trust()
@@ -445,6 +471,30 @@ enum DocSamples {
 
 @Suite("The doc comments' samples", .timeLimit(.minutes(1)))
 struct DocCommentSamplesTests {
+    @Test func theHARSamplesRecordReplayAndGrowACassette() throws {
+        let file = DocSamples.applicationSupport.appendingPathComponent("session.har")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let recorder = try DocSamples.recordSession()
+        #expect(try APIEngine.HAR.read(from: file) == recorder.har)
+        // A recording with one exchange, replayed after its recorded time on the test's clock.
+        let exchange = try #require(URL(string: "https://api.test/ping"))
+        let response = APIRawResponse(statusCode: 200, headers: [:], body: Data("{}".utf8), url: exchange)
+        recorder.record(URLRequest(url: exchange), result: .success(response), sent: Date(), duration: 0.5)
+        try recorder.write(to: file)
+        let clock = TestClock()
+        let transport = try DocSamples.replayed(from: file, clock: clock)
+        let answered = Locked<Int?>(nil)
+        _ = transport.send(URLRequest(url: exchange)) { result in
+            answered.withLock { $0 = try? result.get().statusCode }
+        }
+        #expect(answered.withLock { $0 } == nil)
+        clock.advance(by: 0.5)
+        #expect(answered.withLock { $0 } == 200)
+        // Nothing new sent: the cassette is written back as it was.
+        try DocSamples.growCassette(file, transport: MockTransport(clock: clock))
+        #expect(try APIEngine.HAR.read(from: file).log.entries == recorder.entries)
+    }
+
     @Test func theTrustSampleIsRefusedOnLinuxAndItsFailureSampleWarnsOfAPinMismatch() throws {
         #if canImport(FoundationNetworking)
         let refused = #expect(throws: APIEngine.Trust.Failure.self) { try DocSamples.makeTrustedConfiguration() }
