@@ -45,6 +45,15 @@ let package = Package(
             dependencies: [.product(name: "APIManagerKit", package: "APIManagerKit")],
             path: "Sources/DurableCost"
         ),
+        // A recorded session of 10,000 exchanges replayed (Benchmarks/README.md).
+        .executableTarget(
+            name: "ReplayCost",
+            dependencies: [
+                .product(name: "APIManagerKit", package: "APIManagerKit"),
+                .product(name: "APIManagerKitTesting", package: "APIManagerKit"),
+            ],
+            path: "Sources/ReplayCost"
+        ),
         // Instructions per task of the scheduler with and without interceptors, an authentication
         // and default headers (count with valgrind --tool=callgrind; see Benchmarks/README.md).
         .executableTarget(

@@ -133,9 +133,11 @@ final class Stage: @unchecked Sendable {
     /// - Parameters:
     ///   - liveBaseURL: a real server, or `nil` for the simulated backend.
     ///   - authentication: makes the story's authentication, if it has one.
+    ///   - recorder: records every attempt of the stage's engines as HAR (`--record`), if given.
     init(
         liveBaseURL: URL? = nil, liveTransport: any APITransport = URLSessionTransport(),
-        authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil
+        authentication: (@Sendable (Stage.Setting) -> APIAuthentication)? = nil,
+        recorder: APIEngine.HARRecorder? = nil
     ) {
         isLive = liveBaseURL != nil
         baseURL = liveBaseURL ?? URL(string: "https://simulated.backend")!
@@ -145,11 +147,16 @@ final class Stage: @unchecked Sendable {
             Setting(clock: clock, baseURL: baseURL, isLive: isLive, timeline: timeline))
         self.authentication = authentication
         transport = isLive ? liveTransport : backend
-        api = StoryAPI(
-            engine: APIEngine(
-                transport: transport, clock: clock, randomSource: SeededRandom(seed: 7),
-                delivery: .inline, execution: isLive ? .concurrent() : .inline,
-                cache: APIResponseCache(disk: nil, clock: clock), authentication: authentication))
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.randomSource = SeededRandom(seed: 7)
+        configuration.delivery = .inline
+        configuration.execution = isLive ? .concurrent() : .inline
+        configuration.cache = APIResponseCache(disk: nil, clock: clock)
+        configuration.authentication = authentication
+        configuration.observers = recorder.map { [$0] } ?? []
+        api = StoryAPI(engine: APIEngine(configuration: configuration))
         api.delegate = timeline
     }
 

@@ -106,9 +106,10 @@ for case in cases:
 
 # The samples of these articles are compiled and run, word for word, by their tests.
 for article, tests in [("APIRequest.md", "CodeSamplesTests.swift"), ("OfflineAndRelaunch.md", "DurableCodeSamplesTests.swift"),
-                       ("ObservingRequests.md", "ObservingCodeSamplesTests.swift")]:
+                       ("ObservingRequests.md", "ObservingCodeSamplesTests.swift"),
+                       ("Testing.md", "CodeSamplesTests.swift RecordingCodeSamplesTests.swift")]:
     doc = open(f"Sources/APIManagerKit/APIManagerKit.docc/{article}").read()
-    code_samples = open(f"Tests/APIManagerKitTests/{tests}").read()
+    code_samples = "\n".join(open(f"Tests/APIManagerKitTests/{name}").read() for name in tests.split())
     for block in re.findall(r"```swift\n(.*?)```", doc, re.DOTALL):
         if block not in code_samples:
             errors.append(f"{article}: a Swift sample is not in {tests} word for word")

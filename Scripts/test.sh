@@ -162,9 +162,11 @@ expect_live_stories() {
         "cart screen        shows an error: status 409 (on the main thread: yes)" \
         "cart               the screen shows 2 item(s), every answer heard on the main actor"
 }
-live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER")
+live_output=$(swift run --skip-build Playground --base-url "$APIMANAGERKIT_TEST_SERVER" \
+    --record "$APIMANAGERKIT_HAR_DIR/playground.har")
 echo "$live_output"
 expect_live_stories "$live_output" urlsession
+expect_lines "$live_output" "exchange(s) to $APIMANAGERKIT_HAR_DIR/playground.har"
 if swift run --skip-build Playground --no-such-option > /dev/null 2>&1; then
     echo "Playground accepted an unknown argument" >&2
     exit 1
@@ -279,7 +281,8 @@ total=$((total + $(cat "$log.count")))
 run_tests swift test --package-path Transports/AsyncHTTPClient --skip-build --filter "$timeouts"
 total=$((total + $(cat "$log.count")))
 echo "== HAR: the sessions recorded on both transports and the committed recordings, as HAR 1.2 and read back by haralyzer"
-har_files=("$APIMANAGERKIT_HAR_DIR/URLSessionTransport.har" "$APIMANAGERKIT_HAR_DIR/AsyncHTTPClientTransport.har")
+har_files=("$APIMANAGERKIT_HAR_DIR/URLSessionTransport.har" "$APIMANAGERKIT_HAR_DIR/AsyncHTTPClientTransport.har"
+    "$APIMANAGERKIT_HAR_DIR/playground.har")
 while IFS= read -r committed; do har_files+=("$committed"); done < <(git ls-files '*.har')
 .build-venv/bin/python Scripts/check-har.py "${har_files[@]}"
 # The check must be able to fail: a file without timings, and one that is not JSON.

@@ -15,8 +15,8 @@ extension MockTransport {
         case immediate
     }
 
-    /// Answers the exchanges of a recorded session (``APIManagerKit/APIEngine/HAR``: the engine's
-    /// ``APIManagerKit/APIEngine/HARRecorder``, a browser's or a proxy's archive): each entry becomes
+    /// Answers the exchanges of a recorded session (`APIEngine.HAR`: the engine's
+    /// `APIEngine.HARRecorder`, a browser's or a proxy's archive): each entry becomes
     /// a stub that answers once, so a request recorded several times gets its answers in the
     /// recorded order.
     ///
@@ -40,9 +40,9 @@ extension MockTransport {
 
     /// VCR's "new episodes": replays `har` as ``replay(_:timing:)`` does, and sends a request it has
     /// no answer for with `live` (a real transport) instead of failing it, recording that exchange
-    /// in `recorder` (``APIManagerKit/APIEngine/HARRecorder/record(_:result:sent:duration:)``).
+    /// in `recorder` (`APIEngine.HARRecorder.record(_:result:sent:duration:)`).
     /// Write the recording and its new episodes back with
-    /// ``APIManagerKit/APIEngine/HARRecorder/write(to:after:)``:
+    /// `APIEngine.HARRecorder.write(to:after:)`:
     ///
     /// ```swift
     /// let recording = try APIEngine.HAR.read(from: cassette)
@@ -53,7 +53,7 @@ extension MockTransport {
     /// ```
     ///
     /// A miss is sent at once whatever `timing` says, and is recorded with the standard rule of
-    /// ``APIManagerKit/APISecrets`` (the engine's own secret names are not known here).
+    /// `APISecrets` (the engine's own secret names are not known here).
     public func replay(
         _ har: APIEngine.HAR, timing: ReplayTiming = .recorded, sendingMissesWith live: any APITransport,
         into recorder: APIEngine.HARRecorder

@@ -1,8 +1,8 @@
-import APIManagerKitTesting
 import Foundation
 import Testing
 
 @testable import APIManagerKit
+@testable import APIManagerKitTesting
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -309,6 +309,21 @@ struct HARReplayTests {
         let again = RecordingSession()
         again.transport.replay(grown, timing: .immediate)
         #expect(again.manager.send(RecordedRequest(path: "/new", method: .get)).state == .finished)
+    }
+
+    @Test func aBodyRecordedInPartsIsReplayedInAsManyAfterItsHead() throws {
+        var entry = try #require(try Self.recording().log.entries.first)
+        entry.time = 900
+        entry.timings = APIEngine.HAR.Timings(wait: 300, receive: 600)
+        entry.chunks = [.init(size: 4, time: 0), .init(size: 4, time: 300), .init(size: 3, time: 600)]
+        let staged = MockTransport.reply(for: entry, timing: .recorded)
+        #expect(staged.chunks == 3)
+        #expect(staged.latency == 0.3)
+        #expect(abs(staged.chunkInterval - 0.3) < 1e-9)
+        let whole = MockTransport.reply(for: entry, timing: .immediate)
+        #expect(whole.chunks == 1 && whole.latency == 0)
+        entry.chunks = nil
+        #expect(MockTransport.reply(for: entry, timing: .recorded).latency == 0.9)
     }
 
     @Test func anArchiveFromElsewhereIsReadAndReplayed() throws {

@@ -76,7 +76,9 @@ extension APIEngine {
             /// The `URLError` code the transport failed with (`_errorCode`), or `nil`.
             public var errorCode: Int?
             /// The response body as it arrived, in parts (`_chunks`: each part's size in bytes and
-            /// its time from the head in milliseconds), when the recorder saw more than one, or `nil`.
+            /// its time from the head in milliseconds), or `nil`. A replay streams a body that has
+            /// them in that many parts; ``HARRecorder`` does not write them (an observer does not
+            /// see a body's parts), so they come from an archive written by hand or by another tool.
             public var chunks: [Chunk]?
             /// A note, or `nil`.
             public var comment: String?
