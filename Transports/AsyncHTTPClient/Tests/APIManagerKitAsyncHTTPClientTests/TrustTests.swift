@@ -127,10 +127,15 @@ struct TrustTests {
         #expect(trustFailure(try await send("SERVER", trust: APIEngine.Trust(other)))?.reason == .untrustedRoot)
     }
 
-    @Test func anUnknownRootFails() async throws {
-        let failure = trustFailure(try await send("UNKNOWN_ROOT", trust: APIEngine.Trust(try TLS.ourRoot)))
+    @Test func anUnknownRootFailsAndSendsNothing() async throws {
+        let path = "/unknown-root-\(UUID().uuidString)"
+        let result = try await send("UNKNOWN_ROOT", path: path, method: .post, trust: APIEngine.Trust(try TLS.ourRoot))
+        let failure = trustFailure(result)
         #expect(failure?.reason == .untrustedRoot)
         #expect(failure.map(String.init(describing:))?.contains("127.0.0.1") == true)
+        let log = String(
+            decoding: (try? Data(contentsOf: TLS.accessLog ?? URL(fileURLWithPath: "/"))) ?? Data(), as: UTF8.self)
+        #expect(!log.contains(path))
     }
 
     @Test func onlyTheRulesRootsWhenTheSystemsAreOff() async throws {
