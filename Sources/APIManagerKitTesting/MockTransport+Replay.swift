@@ -111,10 +111,12 @@ extension MockTransport {
         }
         guard timing == .recorded else { return reply }
         let total = max(0, entry.time) / 1000
-        if let chunks = entry.chunks, chunks.count > 1, entry.response.status != 0 {
-            let head = max(0, entry.timings.wait) / 1000
-            let interval = max(0, total - head) / Double(chunks.count - 1)
-            return reply.after(head).inChunks(chunks.count, every: interval)
+        // At most one part a byte: an archive cannot make a replay stage more parts than its body has.
+        let parts = min(entry.chunks?.count ?? 1, max(1, entry.response.content.data?.count ?? 1))
+        if parts > 1, entry.response.status != 0 {
+            let head = min(total, max(0, entry.timings.wait) / 1000)
+            let interval = (total - head) / Double(parts - 1)
+            return reply.after(head).inChunks(parts, every: interval)
         }
         return reply.after(total)
     }

@@ -322,6 +322,8 @@ struct HARReplayTests {
         #expect(abs(staged.chunkInterval - 0.3) < 1e-9)
         let whole = MockTransport.reply(for: entry, timing: .immediate)
         #expect(whole.chunks == 1 && whole.latency == 0)
+        entry.chunks = Array(repeating: .init(size: 0, time: 0), count: 1_000_000)  // more parts than bytes
+        #expect(MockTransport.reply(for: entry, timing: .recorded).chunks == entry.response.content.data?.count)
         entry.chunks = nil
         #expect(MockTransport.reply(for: entry, timing: .recorded).latency == 0.9)
     }
