@@ -22,16 +22,7 @@ start)
         python3 -m venv "$venv" >&2
         "$venv/bin/pip" install --quiet --disable-pip-version-check -r Tests/IntegrationServer/requirements.txt >&2
     fi
-    ports=$("$venv/bin/python" - <<'PY'
-import socket
-sockets = [socket.socket() for _ in range(3)]
-for s in sockets:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in sockets))
-for s in sockets:
-    s.close()
-PY
-)
+    ports=$(free_ports 3)
     read -r first second third <<< "$ports"
     rm -rf "$nginxroot"
     mkdir -p "$nginxroot/www"

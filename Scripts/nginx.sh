@@ -7,10 +7,21 @@
 #   nginx_start_pinned ROOT  as nginx_start, on the last CPU when there are two or more; sets PIN to the
 #                            command prefix that runs a client on the others (empty on one CPU)
 #   nginx_stop ROOT
+#   free_ports N             prints N free ports of 127.0.0.1
 # Installs Debian's nginx-light if nginx is missing (needs root and the Debian registry).
 
 nginx_binary() {
     command -v nginx || echo /usr/sbin/nginx
+}
+
+# free_ports N: N ports of 127.0.0.1 nobody listens on now, on one line.
+free_ports() {
+    python3 -c '
+import socket, sys
+sockets = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in sockets:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in sockets))' "$1"
 }
 
 nginx_install() {
@@ -24,7 +35,7 @@ nginx_install() {
 nginx_start() {
     local root=$1 cpu=${2:-}
     nginx_install
-    NGINX_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    NGINX_PORT=$(free_ports 1)
     mkdir -p "$root/www" "$root/temp"
     chmod 755 "$root" # nginx workers run as another user and must read the files
     chmod -R a+rX "$root/www"

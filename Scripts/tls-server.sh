@@ -72,12 +72,24 @@ tls_start() {
     mkdir -p "$root/temp"
     chmod 755 "$root" "$certs"
     local ports
-    read -r -a ports <<< "$(python3 -c '
-import socket
-sockets = [socket.socket() for _ in range(6)]
-for s in sockets:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in sockets))')"
+    read -r -a ports <<< "$(free_ports 6)"
+    # One server per case: PORT CERTIFICATE ANSWER, and for the last, the client certificate it requires.
+    tls_server() {
+        printf '    server {\n        listen 127.0.0.1:%s ssl;\n' "$1"
+        printf '        ssl_certificate %s/%s.pem;\n        ssl_certificate_key %s/%s.key;\n' "$certs" "$2" "$certs" "$2"
+        if [[ -n ${4:-} ]]; then
+            printf '        ssl_client_certificate %s/ca.pem;\n        ssl_verify_client on;\n' "$certs"
+        fi
+        printf "        location / { return 200 '%s\\\\n'; }\n    }\n" "$3"
+    }
+    local servers
+    servers=$(
+        tls_server "${ports[0]}" server '{"server":"trusted"}'
+        tls_server "${ports[1]}" expired '{"server":"expired"}'
+        tls_server "${ports[2]}" wronghost '{"server":"wrong host"}'
+        tls_server "${ports[3]}" unknown '{"server":"unknown root"}'
+        tls_server "${ports[4]}" server '{"client":"$ssl_client_s_dn"}' mutual
+    )
     cat > "$root/nginx.conf" << CONF
 worker_processes 1;
 daemon on;
@@ -93,38 +105,7 @@ http {
     uwsgi_temp_path $root/temp;
     scgi_temp_path $root/temp;
     default_type application/json;
-    server {
-        listen 127.0.0.1:${ports[0]} ssl;
-        ssl_certificate $certs/server.pem;
-        ssl_certificate_key $certs/server.key;
-        location / { return 200 '{"server":"trusted"}\n'; }
-    }
-    server {
-        listen 127.0.0.1:${ports[1]} ssl;
-        ssl_certificate $certs/expired.pem;
-        ssl_certificate_key $certs/expired.key;
-        location / { return 200 '{"server":"expired"}\n'; }
-    }
-    server {
-        listen 127.0.0.1:${ports[2]} ssl;
-        ssl_certificate $certs/wronghost.pem;
-        ssl_certificate_key $certs/wronghost.key;
-        location / { return 200 '{"server":"wrong host"}\n'; }
-    }
-    server {
-        listen 127.0.0.1:${ports[3]} ssl;
-        ssl_certificate $certs/unknown.pem;
-        ssl_certificate_key $certs/unknown.key;
-        location / { return 200 '{"server":"unknown root"}\n'; }
-    }
-    server {
-        listen 127.0.0.1:${ports[4]} ssl;
-        ssl_certificate $certs/server.pem;
-        ssl_certificate_key $certs/server.key;
-        ssl_client_certificate $certs/ca.pem;
-        ssl_verify_client on;
-        location / { return 200 '{"client":"\$ssl_client_s_dn"}\n'; }
-    }
+$servers
 }
 CONF
     "$(nginx_binary)" -c "$root/nginx.conf" -p "$root"

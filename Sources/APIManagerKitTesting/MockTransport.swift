@@ -177,7 +177,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
         var protocolVersion: String?
         /// Where a request no stub answers goes instead of failing, and the recorder of those
         /// exchanges (``replay(_:timing:sendingMissesWith:into:)``).
-        var misses: (transport: any APITransport, recorder: APIEngine.HARRecorder)?
+        var misses: MissPassage?
     }
 
     private let lock = NSLock()
@@ -418,9 +418,7 @@ public final class MockTransport: APITransport, @unchecked Sendable {
                 state.routes[index].used += 1
             }
             if matched == nil, let misses = state.misses {
-                return (
-                    number, Reply.status(404), nil, MissPassage(transport: misses.transport, recorder: misses.recorder)
-                )
+                return (number, Reply.status(404), nil, misses)
             }
             guard let reply = matched ?? state.unmatchedReply else {
                 state.records[number - 1].outcome = .completed
@@ -635,7 +633,7 @@ struct MissPassage {
 
 extension MockTransport {
     func sendMisses(with live: any APITransport, into recorder: APIEngine.HARRecorder) {
-        lock.withLock { state.misses = (live, recorder) }
+        lock.withLock { state.misses = MissPassage(transport: live, recorder: recorder) }
     }
 
     func markCompleted(_ number: Int) {

@@ -354,3 +354,82 @@ struct HARReplayTests {
         #expect(entry.response.headers.contains(.init(name: "Vary", value: "Accept, Origin")))
     }
 }
+
+@Suite("HAR: what the recorder records in the variants users hit", .timeLimit(.minutes(1)))
+struct HARRecorderVariantTests {
+    /// An engine on a mock transport and a virtual clock with a recorder, a memory cache and `execution`.
+    static func engine(
+        _ transport: MockTransport, _ clock: TestClock, recorder: APIEngine.HARRecorder,
+        execution: APIEngine.Execution = .inline
+    ) -> TestManager {
+        var configuration = APIEngine.Configuration()
+        configuration.transport = transport
+        configuration.clock = clock
+        configuration.delivery = .inline
+        configuration.execution = execution
+        configuration.cache = APIResponseCache(disk: nil, clock: clock)
+        configuration.observers = [recorder]
+        return TestManager(engine: APIEngine(configuration: configuration))
+    }
+
+    @Test func anAnswerFromTheCacheIsNoExchangeAndIsNotRecorded() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#, headers: ["Cache-Control": "max-age=60"]))
+        let recorder = APIEngine.HARRecorder()
+        let manager = Self.engine(transport, clock, recorder: recorder)
+        var request = TestRequest("/ok", scope: "feed")
+        request.cacheOption = .cacheOnly
+        #expect(manager.send(request).state == .finished)
+        #expect(manager.send(request).state == .finished)  // from the cache
+        #expect(transport.records.count == 1)
+        #expect(recorder.entries.count == 1)
+    }
+
+    @Test func tasksThatShareOneExchangeAreOneEntry() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", MockTransport.Reply.json(#"{"value":"ok"}"#).after(0.1))
+        let recorder = APIEngine.HARRecorder()
+        let manager = Self.engine(transport, clock, recorder: recorder)
+        var request = TestRequest("/ok")
+        request.sharing = .safeMethods
+        let first = manager.send(request)
+        let second = manager.send(request)
+        clock.advance(by: 0.1)
+        #expect(first.state == .finished && second.state == .finished)
+        #expect(transport.records.count == 1)
+        #expect(recorder.entries.map(\.task) == [first.identifier])
+    }
+
+    @Test func aTaskCancelledWhileWaitingIsNotRecordedAndOneCancelledInFlightIsNotAnExchange() {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/slow", MockTransport.Reply.json(#"{"value":"slow"}"#).after(1))
+        let recorder = APIEngine.HARRecorder()
+        let manager = Self.engine(transport, clock, recorder: recorder)
+        let running = manager.send(TestRequest("/slow", .waitUntilDone, scope: "cart"))
+        let waiting = manager.send(TestRequest("/slow", .waitUntilDone, scope: "cart"))
+        waiting.cancel()
+        running.cancel()
+        clock.advance(by: 2)
+        #expect(transport.records.count == 1)
+        // The cancelled attempt's end is told (status 0, the cancellation) or not told at all: never a response.
+        #expect(recorder.entries.allSatisfy { $0.response.status == 0 && $0.task == running.identifier })
+    }
+
+    @Test func attemptsEndingOnOtherThreadsAreEachRecordedOnce() async {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", .json(#"{"value":"ok"}"#))
+        let recorder = APIEngine.HARRecorder()
+        let manager = Self.engine(transport, clock, recorder: recorder, execution: .concurrent())
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask { _ = try? await manager.response(for: TestRequest("/ok", scope: "s\(index % 3)")) }
+            }
+        }
+        #expect(recorder.entries.count == 200)
+        #expect(Set(recorder.entries.compactMap(\.task)).count == 200)
+    }
+}

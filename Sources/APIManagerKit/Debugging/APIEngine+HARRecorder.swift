@@ -47,6 +47,14 @@ extension APIEngine {
         private struct State {
             var entries: [HAR.Entry] = []
             var dropped = 0
+            /// The attempts that joined another task's identical request in flight, until they end:
+            /// theirs is no exchange of its own.
+            var joined: Set<AttemptKey> = []
+        }
+
+        private struct AttemptKey: Hashable {
+            let task: UInt64
+            let attempt: Int
         }
 
         /// A recorder that keeps bodies up to `bodyLimit` bytes and at most `maxEntries` entries.
@@ -105,9 +113,18 @@ extension APIEngine {
 
         /// Records each attempt's end.
         public func observe(_ observation: Observation) {
-            guard case .attemptEnded(let report) = observation.kind else { return }
-            append(
-                Self.entry(report, task: observation.task.identifier, endedAt: observation.time, bodyLimit: bodyLimit))
+            let task = observation.task.identifier
+            switch observation.kind {
+            case .attemptSent(let attempt, _, sharedWith: .some):
+                state.withLock { _ = $0.joined.insert(AttemptKey(task: task, attempt: attempt)) }
+            case .attemptEnded(let report):
+                let joined = state.withLock { $0.joined.remove(AttemptKey(task: task, attempt: report.attempt)) != nil }
+                if !joined {
+                    append(Self.entry(report, task: task, endedAt: observation.time, bodyLimit: bodyLimit))
+                }
+            default:
+                break
+            }
         }
 
         /// Records an exchange made outside an engine's observation (a transport of a test that sends
@@ -117,21 +134,13 @@ extension APIEngine {
         public func record(
             _ request: URLRequest, result: Result<APIRawResponse, any Error>, sent: Date, duration: TimeInterval
         ) {
-            let milliseconds = max(0, (duration * 1_000_000).rounded() / 1000)
-            var entry = HAR.Entry(
-                startedDateTime: sent.ISO8601Format(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
-                time: milliseconds,
-                request: Self.request(request, version: "", secrets: [], bodyLimit: bodyLimit),
-                response: HAR.Response(status: 0, content: HAR.Content(size: 0, mimeType: "")),
-                timings: HAR.Timings(wait: milliseconds, receive: 0))
-            switch result {
-            case .success(let raw):
-                entry.response = Self.response(raw, version: "", secrets: [], bodyLimit: bodyLimit)
-            case .failure(let error):
-                entry.error = error.localizedDescription
-                entry.errorCode = (error as? URLError)?.code.rawValue
-            }
-            append(entry)
+            let time = Self.milliseconds(duration)
+            let request = Self.request(request, version: "", secrets: [], bodyLimit: bodyLimit)
+            let outcome = result.mapError { error in error as? APIError ?? .transport(underlying: error) }
+            append(
+                Self.entry(
+                    request: request, outcome: outcome, started: sent, time: time,
+                    timings: HAR.Timings(wait: time, receive: 0), version: "", secrets: [], bodyLimit: bodyLimit))
         }
 
         private func append(_ entry: HAR.Entry) {
@@ -148,7 +157,6 @@ extension APIEngine {
 
         static func entry(_ report: AttemptReport, task: UInt64, endedAt: TimeInterval, bodyLimit: Int) -> HAR.Entry {
             let secrets = report.sensitiveHeaders
-            let milliseconds = { (seconds: TimeInterval) in max(0, (seconds * 1_000_000).rounded() / 1000) }
             let head = report.headReceived ?? report.answered
             let version = report.protocolVersion.map { "HTTP/\($0)" } ?? ""
             var timings = HAR.Timings(
@@ -158,14 +166,26 @@ extension APIEngine {
                 timings.connect = phases.connect.map(milliseconds) ?? -1
                 timings.ssl = phases.secureConnection.map(milliseconds) ?? -1
             }
-            let started = Date(timeIntervalSinceNow: report.sent - endedAt)
+            var entry = self.entry(
+                request: request(report.request, version: version, secrets: secrets, bodyLimit: bodyLimit),
+                outcome: report.result, started: Date(timeIntervalSinceNow: report.sent - endedAt),
+                time: milliseconds(report.answered - report.sent), timings: timings, version: version, secrets: secrets,
+                bodyLimit: bodyLimit)
+            entry.task = task
+            entry.attempt = report.attempt
+            return entry
+        }
+
+        /// An entry of `request` and its `outcome`: the response, or the failure and its `URLError` code.
+        static func entry(
+            request: HAR.Request, outcome: Result<APIRawResponse, APIError>, started: Date, time: Double,
+            timings: HAR.Timings, version: String, secrets: Set<String>, bodyLimit: Int
+        ) -> HAR.Entry {
             var entry = HAR.Entry(
                 startedDateTime: started.ISO8601Format(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
-                time: milliseconds(report.answered - report.sent),
-                request: request(report.request, version: version, secrets: secrets, bodyLimit: bodyLimit),
-                response: HAR.Response(status: 0, content: HAR.Content(size: 0, mimeType: "")),
-                timings: timings, task: task, attempt: report.attempt)
-            switch report.result {
+                time: time, request: request,
+                response: HAR.Response(status: 0, content: HAR.Content(size: 0, mimeType: "")), timings: timings)
+            switch outcome {
             case .success(let raw):
                 entry.response = response(raw, version: version, secrets: secrets, bodyLimit: bodyLimit)
             case .failure(let error):
@@ -174,6 +194,9 @@ extension APIEngine {
             }
             return entry
         }
+
+        /// Seconds as HAR's milliseconds, to the microsecond, never negative.
+        static func milliseconds(_ seconds: TimeInterval) -> Double { max(0, (seconds * 1_000_000).rounded() / 1000) }
 
         static func request(_ request: URLRequest, version: String, secrets: Set<String>, bodyLimit: Int) -> HAR.Request
         {

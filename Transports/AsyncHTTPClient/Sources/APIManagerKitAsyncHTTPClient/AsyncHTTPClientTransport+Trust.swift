@@ -150,17 +150,12 @@ extension AsyncHTTPClientTransport {
         // the source locations.
         let words = "\(error)".components(separatedBy: "OPENSSL_internal:").dropFirst()
             .map { $0.prefix { $0 != " " && $0 != "]" } }.joined(separator: ", ")
-        let reason: APIEngine.Trust.Failure.Reason
-        switch words {
-        case let words where words.contains("CERTIFICATE_VERIFY_FAILED"):
-            reason = .untrustedRoot
-        case let words
-        where words.contains("CERTIFICATE_REQUIRED") || words.contains("BAD_CERTIFICATE")
-            || words.contains("UNKNOWN_CA") || words.contains("ACCESS_DENIED"):
-            reason = .clientCertificateRefused
-        default:
-            reason = .handshakeFailed
-        }
+        // The alerts a server sends when it refuses the client's certificate, or that none was shown.
+        let refusals = ["CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "ACCESS_DENIED"]
+        let reason: APIEngine.Trust.Failure.Reason =
+            words.contains("CERTIFICATE_VERIFY_FAILED")
+            ? .untrustedRoot
+            : refusals.contains(where: words.contains) ? .clientCertificateRefused : .handshakeFailed
         let detail = words.isEmpty ? "\(error)" : "BoringSSL: \(words)"
         return APIEngine.Trust.Failure(host: host, reason: reason, detail: detail)
     }
