@@ -1,8 +1,9 @@
 """The scheduling machine owns its state: a task's record (`task.record`) is read and written only
 by the machine, in Sources/APIManagerKit/Scheduling/Machine/ (the task's handle asks the machine for
-what users read: `SchedulingMachine.state(of:)`, `attemptCount(of:)`, `responseSource(of:)`), and the
-machine's own stored state is written only there. This check, run by Scripts/test.sh, fails when a
-library file elsewhere names a task's record (but for its one declaration, in `Core/APITask.swift`),
+what users read, inside its engine's locked state: `machine.state(of:)`, `attemptCount(of:)`,
+`responseSource(of:)`), and the machine's own stored state is written only there. This check, run by
+Scripts/test.sh, fails when a library file elsewhere names a task's record (but for its one
+declaration, in `Core/APITask.swift`),
 or writes the machine's stored properties through `machine.…`. Tests may read both.
 
 Usage: check-machine-state.py [<sources-dir>]   (default Sources/APIManagerKit)
@@ -13,12 +14,12 @@ import sys
 
 root = sys.argv[1] if len(sys.argv) > 1 else "Sources/APIManagerKit"
 machine_dir = os.path.join(root, "Scheduling", "Machine")
-# A task's record through any task (`task.record`, `self.record`), and inside the task's own class
-# its bare name (`record.lifecycle`).
+# A task's record through any task's bag (`task.record`, `record`), and inside the bag's own
+# file its bare name (`record.lifecycle`).
 record_use = re.compile(r"\.record\b(?!\s*[(:])")
 bare_record_use = re.compile(r"(?<![\w.])record\.")
 task_file = os.path.join(root, "Core", "APITask.swift")
-declaration = "var record = SchedulingRecord()"
+declaration = "final var record = SchedulingRecord()"
 state_write = re.compile(
     r"\bmachine\.(defaultScope|namedScopes|nextSequence|throttleTurns|outbox)\b(\.\w+)*\s*(=(?!=)|\+=|-=|\.\w+\()")
 found = []

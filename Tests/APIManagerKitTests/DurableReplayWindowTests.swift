@@ -294,7 +294,7 @@ struct DurableReplayWindowRandomTests {
             case 1, 2:
                 if let task = live.first(where: { $0.phase == .running }) {
                     h.finish(task)
-                    if task.durableSlot?.isRestored == true { refillsDue += 1 }  // the next record, later
+                    if task.bag.durableSlot?.isRestored == true { refillsDue += 1 }  // the next record, later
                 }
             case 3:
                 if let task = live.first(where: { $0.phase == .running }) { h.failForRetry(task, delay: 1) }
@@ -306,7 +306,7 @@ struct DurableReplayWindowRandomTests {
             default:
                 if let task = live.randomElement(using: &random) {
                     h.run { machine in machine.cancel(task, reason: .explicit) }
-                    if task.durableSlot?.isRestored == true { refillsDue += 1 }
+                    if task.bag.durableSlot?.isRestored == true { refillsDue += 1 }
                 }
             }
             if !drained, restored.count == backlog {
@@ -320,7 +320,7 @@ struct DurableReplayWindowRandomTests {
             #expect(running.count <= 1, "seed \(seed) step \(step): \(running.count) run at once")
             if !drained {
                 #expect(
-                    running.allSatisfy { $0.durableSlot?.isRestored == true },
+                    running.allSatisfy { $0.bag.durableSlot?.isRestored == true },
                     "seed \(seed) step \(step): a task of this run started before the backlog")
             }
         }

@@ -83,7 +83,7 @@ struct LimitedPolicyTests {
         let first = h.sendLimited(0)
         let second = h.sendLimited(-2)
         #expect(first.phase == .running && second.phase == .waiting)
-        #expect(first.concurrencyLimit == 1)
+        #expect(first.bag.concurrencyLimit == 1)
     }
 
     @Test func ignoreCurrentAndCancelOthersTreatLimitedTasksAsAnyOthers() {

@@ -121,7 +121,7 @@ struct ProgressTests {
         let task = manager.send(TransferRequest(reportsProgress: false))
         clock.advance(by: 1)
         #expect(recorder.events(of: task) == ["start 1", "finished"])
-        #expect(task.progressStreams == nil)
+        #expect(task.bag.progressStreams == nil)
         var count = 0
         for await _ in task.progress { count += 1 }
         #expect(count == 0, "the sequence ends at once")

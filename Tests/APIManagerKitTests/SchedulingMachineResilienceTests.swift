@@ -203,9 +203,9 @@ struct SchedulingMachineResilienceTests {
                 if wasOpen {
                     #expect(!sends, "\(place): a request went out through an open circuit")
                     #expect(task.phase == .ended, "\(place): a refused task did not end")
-                    if case .failed(.circuitOpen) = SchedulingMachine.state(of: task) {
+                    if case .failed(.circuitOpen) = h.machine.state(of: task) {
                     } else {
-                        Issue.record("\(place): a refused task ended \(SchedulingMachine.state(of: task))")
+                        Issue.record("\(place): a refused task ended \(h.machine.state(of: task))")
                     }
                 }
             case 4, 5:

@@ -54,16 +54,16 @@ extension AnyAPITask {
     /// task whose engine is gone gets one that no longer changes.
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor public var status: Status {
-        guard let engine else {
-            let figures = recordKeeper.withLockHeld { StatusFigures(of: self) }
-            return Status(figures.with(progress: progressStreams?.latest))
+        guard let engine = engine else {
+            let figures = bag.recordKeeper.withLock { StatusFigures(of: self, in: $0.machine) }
+            return Status(figures.with(progress: bag.progressStreams?.latest))
         }
         return engine.model(for: .status(ObjectIdentifier(self))) {
             let model = Status(StatusFigures())
-            let feed = ModelFeed(key: .status(ObjectIdentifier(self)), model: model) { [self] _ in
-                let figures = StatusFigures(of: self)
+            let feed = ModelFeed(key: .status(ObjectIdentifier(self)), model: model) { [self] machine in
+                let figures = StatusFigures(of: self, in: machine)
                 return { [self] _ in
-                    let figures = figures.with(progress: progressStreams?.latest)
+                    let figures = figures.with(progress: bag.progressStreams?.latest)
                     // The feed's model is the one made with it, of this type.
                     return { model in (model as? Status)?.apply(figures) }
                 }
@@ -82,9 +82,9 @@ struct StatusFigures: Equatable, Sendable {
     init() {}
 
     /// Under the lock that keeps the task's record.
-    init(of task: AnyAPITask) {
-        state = SchedulingMachine.state(of: task)
-        attemptCount = SchedulingMachine.attemptCount(of: task)
+    init(of task: AnyAPITask, in machine: borrowing SchedulingMachine) {
+        state = machine.state(of: task)
+        attemptCount = machine.attemptCount(of: task)
     }
 
     func with(progress: APITransferProgress?) -> StatusFigures {

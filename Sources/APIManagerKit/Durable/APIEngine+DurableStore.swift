@@ -200,7 +200,7 @@ extension APIEngine {
                     let (type, json) = try description.get()
                     let sequence = try folder.append(
                         idempotencyKey: task.idempotencyKey, requestType: type, request: json)
-                    task.durableSlot?.fill(
+                    task.bag.durableSlot?.fill(
                         DurableSlot.Entry(store: self, scope: task.concurrencyScope, sequence: sequence))
                 } catch {
                     return error
@@ -253,7 +253,7 @@ extension APIEngine {
                                 sequence: refused, idempotencyKey: task.idempotencyKey, requestType: type, request: json
                             ))
                         folder.dropRefused(refused)
-                        task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
+                        task.bag.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
                         line.send(task)
                         retried = task
                     case .retry:
@@ -263,7 +263,7 @@ extension APIEngine {
                             folder.keepRefused(refused)
                             return reinstated.map { _ in nil }
                         }
-                        task.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
+                        task.bag.durableSlot?.fill(DurableSlot.Entry(store: self, scope: scope, sequence: refused))
                         line.send(task)
                         retried = task
                     }
@@ -310,7 +310,7 @@ extension APIEngine {
                 case .success(let task):
                     opened.count += 1
                     if backlog.isEmpty, window.count < replayWindow {
-                        task.durableSlot?.fill(
+                        task.bag.durableSlot?.fill(
                             DurableSlot.Entry(store: self, scope: scope, sequence: sequence, inWindow: true))
                         window.append(task)
                     } else {
@@ -362,7 +362,7 @@ extension APIEngine {
                     }
                     switch backlog.restorer.restore(record) {
                     case .success(let task):
-                        task.durableSlot?.fill(
+                        task.bag.durableSlot?.fill(
                             DurableSlot.Entry(store: self, scope: scope, sequence: sequence, inWindow: true))
                         backlog.inWindow += 1
                         line.send(task)

@@ -21,13 +21,3 @@ final class LockedState<Value>: @unchecked Sendable {
     var takes: Int { lock.withLock { lock.takes } }
     #endif
 }
-
-extension LockedState {
-    /// Runs `body` inside the lock without touching the value: for state kept outside it under its
-    /// rule (a task's scheduling record, which its engine's machine writes inside the engine's
-    /// locked state).
-    @inline(__always)
-    func withLockHeld<Result>(_ body: () -> Result) -> Result {
-        withLock { _ in body() }
-    }
-}

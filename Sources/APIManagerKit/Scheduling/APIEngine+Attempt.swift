@@ -136,7 +136,7 @@ extension APIEngine {
         let task = attempt.task
         let number = attempt.number
         // A task that waits for the network waits after an offline failure: no retry is spent.
-        if task.connectivityWait != nil, Self.isOfflineError(error) {
+        if task.bag.connectivityWait != nil, Self.isOfflineError(error) {
             transition(reportingTo: attempt) { $0.attemptFoundOffline(task, attempt: number, error: error) }
             return
         }
@@ -181,7 +181,7 @@ extension APIEngine {
     /// A task whose shared attempt failed no longer waits to retry it: it retries now, or it ended
     /// during the delay (see ``SharedFlights/retrierLeft(_:retries:)``).
     func retrierLeft(_ task: AnyAPITask, retries: Bool) {
-        if task.sharing != .never { retrierLeft(task.identifier, retries: retries) }
+        if task.bag.sharing != .never { retrierLeft(task.identifier, retries: retries) }
     }
 
     func retrierLeft(_ task: UInt64, retries: Bool) {

@@ -11,7 +11,7 @@ extension SchedulingMachine.Actions {
                 engine.transition { $0.groupSlotGranted(task) }
                 return
             }
-            next = task.concurrencyGroup?.release()
+            next = task.bag.concurrencyGroup?.release()
         }
     }
 
@@ -84,7 +84,7 @@ extension APIEngine {
                 }
                 // A shared attempt's retrier leaves its resting flight when its wait is cancelled.
                 let handle =
-                    task.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
+                    task.bag.sharing == .never ? timer : RetryWait(timer: timer, engine: self, task: task.identifier)
                 transition { $0.retryTimerSet(task, attempt: attempt, timer: handle) }
             case .scheduleThrottleTurn(let scope, let delay):
                 _ = clock.schedule(after: delay) { [weak self] in self?.throttleTurnCame(for: scope) }
@@ -93,7 +93,7 @@ extension APIEngine {
             case .restFlight(let task):
                 if let key = attempt?.flightKey { _ = sharedFlights.retrying(key, task: task.identifier) }
             case .settleDurable(let task, let settlement):
-                task.durableSlot?.decide(settlement, engine: self)
+                task.bag.durableSlot?.decide(settlement, engine: self)
             case .grantSlot, .report, .start, .send, .replay, .cancel, .tell:
                 break  // slots and reports are handled last, below; the others are not timers
             }

@@ -84,7 +84,7 @@ extension APIEngine {
 
     /// The link rule, the request's check, and a credential that changed meanwhile.
     private func prepare(_ attempt: Attempt) -> Attempt.Outcome {
-        if let allowed = attempt.task.credentialOrigins,
+        if let allowed = attempt.task.bag.credentialOrigins,
             !allowed.contains(where: { $0 == Origin(attempt.request.url) })
         {
             // A page on another origin: it goes without credentials, as after a redirect, and a
@@ -93,7 +93,7 @@ extension APIEngine {
             attempt.grant = nil
         }
         do {
-            try BuildRequestStage.check(attempt.request, totalTimeout: attempt.task.totalTimeout)
+            try BuildRequestStage.check(attempt.request, totalTimeout: attempt.task.bag.totalTimeout)
         } catch {
             return .failed(error)
         }
@@ -110,14 +110,15 @@ extension APIEngine {
         // A streamed body (a file) has no bytes for a key: never cached. A download or a streamed
         // response uses the cache only when its request asks (see TransferCacheStage).
         let task = attempt.task
-        let isTransfer = task.isTransfer
-        guard let cache, attempt.request.httpBodyStream == nil, !isTransfer || task.cacheSettings.option != .networkOnly
+        let isTransfer = task.bag.isTransfer
+        guard let cache, attempt.request.httpBodyStream == nil,
+            !isTransfer || task.bag.cacheSettings.option != .networkOnly
         else {
             return .readyToSend(cachedCopy: nil)
         }
         var copy: AnyAPITask.BuiltResponse?
         switch CacheLookupStage.lookUp(
-            cache, settings: task.cacheSettings, attempt: attempt.number, request: attempt.request,
+            cache, settings: task.bag.cacheSettings, attempt: attempt.number, request: attempt.request,
             sensitiveHeaders: attempt.sensitiveHeaders, writesBehind: writesBehind)
         {
         case .answer(let stored, let otherwise):
@@ -156,12 +157,13 @@ extension APIEngine {
     /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive``.
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
         var options = APITransportOptions(
-            sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize,
-            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, totalTimeout: attempt.task.totalTimeout)
+            sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.bag.maxResponseBodySize,
+            cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, totalTimeout: attempt.task.bag.totalTimeout
+        )
         if let body = attempt.bodyFile {
             if let writer = body.deferredWriter { options.bodyWriter = writer } else { options.bodyFile = body.url }
         }
-        if attempt.task.isTransfer {
+        if attempt.task.bag.isTransfer {
             switch AttemptBody.prepare(for: attempt.task, request: &attempt.request, keepsCopy: attempt.cache != nil) {
             case .success(let body):
                 attempt.body = body
@@ -170,7 +172,7 @@ extension APIEngine {
                 return .failed(error)
             }
         }
-        if attempt.task.progressStreams != nil {
+        if attempt.task.bag.progressStreams != nil {
             let channel = ProgressChannel(
                 engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt),
                 download: attempt.body.file)
@@ -187,7 +189,7 @@ extension APIEngine {
         attempt.sent = (options, clock.now)
         // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
         // never shared.
-        if attempt.task.sharing != .never, attempt.task.sharing.allows(attempt.request.httpMethod),
+        if attempt.task.bag.sharing != .never, attempt.task.bag.sharing.allows(attempt.request.httpMethod),
             attempt.request.httpBodyStream == nil, attempt.body.isMemory
         {
             return sendShared(attempt, options: options)
@@ -196,7 +198,7 @@ extension APIEngine {
         let request: APIHTTPRequest
         do {
             request = try APIHTTPRequest(
-                attempt.request, bodyFile: attempt.bodyFile, totalTimeout: attempt.task.totalTimeout)
+                attempt.request, bodyFile: attempt.bodyFile, totalTimeout: attempt.task.bag.totalTimeout)
         } catch {
             return .failed(error)
         }
@@ -213,7 +215,7 @@ extension APIEngine {
         // The key is the request as the user's hooks made it: what observers add (a trace's
         // context) does not tell identical requests apart.
         let key = SharedFlights.Key(
-            attempt.request, bodyLimit: task.maxResponseBodySize, partition: task.cacheSettings.partition)
+            attempt.request, bodyLimit: task.bag.maxResponseBodySize, partition: task.bag.cacheSettings.partition)
         attempt.flightKey = key
         switch sharedFlights.board(attempt, key: key) {
         case .joined(let leader, let member):
@@ -222,7 +224,7 @@ extension APIEngine {
         case .leads(let flight, let member):
             letObserversPrepare(attempt)
             // Built by the launch when it cannot be here: the flight then ends with the error.
-            let request = try? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: task.totalTimeout)
+            let request = try? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: task.bag.totalTimeout)
             tellSent(attempt)
             launch(SharedFlights.Launch(leader: attempt, request: request, key: key, flight: flight))
             return .sent(member)
@@ -244,7 +246,7 @@ extension APIEngine {
         let options =
             attempt.sent?.options
             ?? APITransportOptions(
-                sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.maxResponseBodySize)
+                sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.bag.maxResponseBodySize)
         let request: APIHTTPRequest
         do {
             if let built = launch.request {
@@ -252,7 +254,8 @@ extension APIEngine {
             } else {
                 // A leader that took a left flight over: its request goes on the wire now.
                 letObserversPrepare(attempt)
-                request = try APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: attempt.task.totalTimeout)
+                request = try APIHTTPRequest(
+                    attempt.request, bodyFile: nil, totalTimeout: attempt.task.bag.totalTimeout)
             }
         } catch {
             flights.answered(launch.key, flight: launch.flight, with: .failure(error))

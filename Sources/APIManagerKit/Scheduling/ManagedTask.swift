@@ -4,8 +4,10 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A task that knows its manager's types: it calls the manager's hooks to build the request and the
-/// response, to decide retries and to forward events.
+/// A task that knows its manager's types: the typed hooks (``AnyAPITask/makeURLRequest()`` and the
+/// others) call the manager's to build the request and the response, to decide retries, to forward
+/// events, and to encode and decode a durable task's record. Users hold it as the
+/// ``APITask`` handle of the manager's `Request`; what the engine keeps of it is its ``TaskBag``.
 final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @unchecked Sendable {
     // @unchecked: adds a weak reference, which is thread-safe, and `observer`, written once before
     // the task is sent and only read afterwards (the send's lock orders the write before every read).
@@ -36,13 +38,26 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
 
     override var sender: AnyObject? { manager }
 
+    /// The request's type and its JSON, encoded by the manager's request type.
     override func durableDescription() throws(APIError) -> (type: String, json: Data) {
-        let description = try super.durableDescription()
+        let type = String(reflecting: Manager.Request.self)
+        guard let encodable = request as? any Encodable else {
+            throw .durableStore(reason: "\(type) is not Encodable, so a durable task of it cannot be written")
+        }
+        guard Manager.Request.self is any Decodable.Type else {
+            throw .durableStore(reason: "\(type) is not Decodable, so a durable task of it could not be replayed")
+        }
+        let json: Data
+        do {
+            json = try JSONEncoder().encode(encodable)
+        } catch {
+            throw .durableStore(reason: "\(type) could not be encoded", underlying: error)
+        }
         // A client's managers share its engine's lines: one request type a line.
         if let client = manager as? any ClientManager {
-            try client.durableScopes.admit(description.type, in: concurrencyScope)
+            try client.durableScopes.admit(type, in: concurrencyScope)
         }
-        return description
+        return (type, json)
     }
 
     override var durableRestorer: DurableRestorer {
@@ -152,21 +167,21 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         // returned): a kill before leaves it for the next launch, whose replay sends it again with
         // its key and tells the app the server's answer.
         defer {
-            if let durableSlot {
+            if let durableSlot = bag.durableSlot {
                 switch event {
                 case .finished, .failed: durableSlot.told(engine: engine, onTheDeliveryQueue: true)
                 case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
                 }
             }
         }
-        if let progressStreams {
+        if let progressStreams = bag.progressStreams {
             switch event {
             case .progress(let progress): progressStreams.yield(progress)
             case .finished, .failed: progressStreams.finish()
             case .waiting, .waitingForNetwork, .started, .willRetry, .cachedResponse: break
             }
         }
-        if let bodyStream {
+        if let bodyStream = bag.bodyStream {
             switch event {
             case .finished: bodyStream.finish(.success(()))
             case .failed(let error): bodyStream.finish(.failure(error))
@@ -197,7 +212,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
 
     override func observerFailed(_ error: APIError) {
         observer?(.ended(.failure(error), nil, nil))
-        durableSlot?.told(engine: engine, onTheDeliveryQueue: false)
+        bag.durableSlot?.told(engine: engine, onTheDeliveryQueue: false)
     }
 
     /// Where a response this task built goes, with its type.
@@ -212,7 +227,7 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
         case .observerCachedCopy: observer?(.cached(response))
         case .observerEnded(let source):
             observer?(.ended(.success(response), source, raw))
-            durableSlot?.told(engine: engine, onTheDeliveryQueue: false)
+            bag.durableSlot?.told(engine: engine, onTheDeliveryQueue: false)
         }
     }
 }

@@ -21,10 +21,10 @@ enum AttemptBody {
     static func prepare(for task: AnyAPITask, request: inout URLRequest, keepsCopy: Bool) -> Result<
         AttemptBody, APIError
     > {
-        if let download = task.download {
+        if let download = task.bag.download {
             return DownloadStage.prepare(download, request: &request).map(AttemptBody.download)
         }
-        if let buffer = task.bodyStream {
+        if let buffer = task.bag.bodyStream {
             if keepsCopy { buffer.keepCopy(upTo: APIRequestDefaults.maxCachedTransferSize) }
             return .success(.stream(APIResponseBodyStream(buffer: buffer)))
         }
@@ -149,8 +149,8 @@ enum AttemptBody {
     }
 }
 
-extension AnyAPITask {
-    /// Whether its body goes to a file or a stream: it then uses the cache only when its request
-    /// asks (see ``TransferCacheStage``).
-    var isTransfer: Bool { download != nil || bodyStream != nil }
+extension TaskBag {
+    /// Whether the task's body goes to a file or a stream: it then uses the cache only when its
+    /// request asks (see ``TransferCacheStage``).
+    @inline(__always) var isTransfer: Bool { download != nil || bodyStream != nil }
 }

@@ -83,7 +83,8 @@ enum DownloadStage {
         AnyAPITask.BuiltResponse, APIError
     > {
         let built = task.buildResponse(raw)
-        if case .failure = built, let download = task.download, let file = raw.fileURL, file == download.destination {
+        if case .failure = built, let download = task.bag.download, let file = raw.fileURL, file == download.destination
+        {
             try? FileManager.default.removeItem(at: file)
         }
         return built

@@ -47,7 +47,7 @@ enum TransferCacheStage {
     /// consumer ahead of the network's body; a download's file is written first (its response may
     /// read it), and removed when the response does not build.
     static func deliver(_ stored: APIRawResponse, to task: AnyAPITask, requestURL: URL?) -> Delivery {
-        if let download = task.download {
+        if let download = task.bag.download {
             var request = URLRequest(url: requestURL ?? download.destination)
             switch DownloadStage.prepare(download, request: &request) {
             case .failure(let error):
@@ -66,7 +66,7 @@ enum TransferCacheStage {
                 }
             }
         }
-        guard let buffer = task.bodyStream else { return .unusable(.invalidRequest(reason: "not a transfer")) }
+        guard let buffer = task.bag.bodyStream else { return .unusable(.invalidRequest(reason: "not a transfer")) }
         // A streamed response: built from the head, as the network's is.
         var head = stored
         head.body = Data()
@@ -98,7 +98,7 @@ enum TransferCacheStage {
             copy.fileURL = nil
             return .success(copy)
         }
-        if let buffer = task.bodyStream {
+        if let buffer = task.bag.bodyStream {
             guard let body = buffer.keptCopy else {
                 return .failure(NotStored("the streamed body is larger than \(limit) bytes"))
             }

@@ -88,7 +88,7 @@ extension SchedulingMachine {
     /// most once and before anything else, is not told again); its wait limit starts the first time
     /// (and ends it at once when it is `0`, or when it passed during a probe's attempt).
     mutating func waitForConnectivity(_ task: AnyAPITask, error: APIError?, into actions: inout Actions) {
-        let limit = task.connectivityWait ?? .infinity
+        let limit = task.bag.connectivityWait ?? .infinity
         let wait = waits(task)
         if wait.limitHasPassed || (!wait.limitIsRunning && limit <= 0) {
             end(task, with: .failure(error ?? APIEngine.offlineError), into: &actions)

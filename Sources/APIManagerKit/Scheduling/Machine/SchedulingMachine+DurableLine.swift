@@ -49,7 +49,7 @@ extension SchedulingMachine {
     static func durableSettlement(
         of task: AnyAPITask, outcome: Result<AnyAPITask.BuiltResponse, APIError>
     ) -> DurableSlot.Settlement? {
-        guard let slot = task.durableSlot else { return nil }
+        guard let slot = task.bag.durableSlot else { return nil }
         guard case .failure(let error) = outcome else { return .remove }
         if case .cancelled(reason: .managerReleased) = error { return .keepForRelaunch }
         if slot.stopsTheLineWhenRefused, APIEngine.DurableStore.isFinalRefusal(error) { return .keepRefused }
@@ -59,7 +59,7 @@ extension SchedulingMachine {
     /// Where a durable task joins its line: a task retrying a refusal at the front (it was first), a
     /// restored one behind the restored ones (they are older than this run's), else by priority.
     static func durablePlace(of task: AnyAPITask) -> ScopeState.Place {
-        guard let slot = task.durableSlot else { return .byPriority }
+        guard let slot = task.bag.durableSlot else { return .byPriority }
         if slot.retriesRefusal { return .front }
         return slot.isRestored ? .restored : .byPriority
     }

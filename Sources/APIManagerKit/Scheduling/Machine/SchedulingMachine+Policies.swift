@@ -85,7 +85,7 @@ extension SchedulingMachine {
     private mutating func conflate(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
         if scope.isIdle {
             startDirectly(task, in: scope, into: &actions)
-        } else if task.lineLimit?.effectiveMaxLength == 0 {
+        } else if task.bag.lineLimit?.effectiveMaxLength == 0 {
             // It could not wait even alone: it replaces nothing.
             end(task, with: .failure(.lineFull(maxLength: 0)), into: &actions)
         } else {
@@ -99,7 +99,7 @@ extension SchedulingMachine {
 
     /// ``APIConcurrencyPolicy/limited``: starts while fewer than its limit run and none waits.
     private mutating func limited(_ task: AnyAPITask, in scope: ScopeState, into actions: inout Actions) {
-        if scope.line.isEmpty && scope.runningCount < task.concurrencyLimit {
+        if scope.line.isEmpty && scope.runningCount < task.bag.concurrencyLimit {
             startDirectly(task, in: scope, into: &actions)
         } else {
             wait(task, in: scope, at: .byPriority, into: &actions)
@@ -113,7 +113,7 @@ extension SchedulingMachine {
         for quiet in scope.quiet.snapshot() where quiet.concurrencyPolicy == task.concurrencyPolicy {
             end(quiet, with: .failure(.cancelled(reason: .policy)), into: &actions, pump: false)
         }
-        waitQuietly(task, in: reopen(scope, for: task), for: task.pacing.debounceInterval, into: &actions)
+        waitQuietly(task, in: reopen(scope, for: task), for: task.bag.pacing.debounceInterval, into: &actions)
     }
 
     /// ``APIConcurrencyPolicy/throttle``: starts on its scope's turn, waits for the turn behind the
@@ -124,8 +124,8 @@ extension SchedulingMachine {
         _ task: AnyAPITask, in scope: ScopeState, now: Double, into actions: inout Actions
     ) {
         let decision = throttleTurns.take(
-            task, for: task.concurrencyScope, now: now, interval: task.pacing.throttleInterval,
-            waits: task.pacing.throttleWaits)
+            task, for: task.concurrencyScope, now: now, interval: task.bag.pacing.throttleInterval,
+            waits: task.bag.pacing.throttleWaits)
         switch decision {
         case .start:
             startDirectly(task, in: scope, into: &actions)
@@ -134,7 +134,7 @@ extension SchedulingMachine {
         case .wait(let timerAfter):
             scope.waitQuietly(task)
             emit(.waiting, for: task, into: &actions)
-            if let maxWait = task.lineLimit?.effectiveMaxWait {
+            if let maxWait = task.bag.lineLimit?.effectiveMaxWait {
                 actions.append(.scheduleWaitLimit(task, after: maxWait))
             }
             if let timerAfter { actions.append(.scheduleThrottleTurn(task.concurrencyScope, after: timerAfter)) }
@@ -155,7 +155,7 @@ extension SchedulingMachine {
     /// every task started directly that was sent before it has ended.
     static func mayStartFromLine(_ head: AnyAPITask, in scope: ScopeState) -> Bool {
         // (A durable line's backlog holds this run's tasks back: see ``pump(_:into:)``.)
-        if head.concurrencyPolicy == .limited { return scope.runningCount < head.concurrencyLimit }
+        if head.concurrencyPolicy == .limited { return scope.runningCount < head.bag.concurrencyLimit }
         guard scope.startedFromLine.isEmpty else { return false }
         guard let oldest = scope.started.head else { return true }
         return oldest.record.sequence > head.record.sequence

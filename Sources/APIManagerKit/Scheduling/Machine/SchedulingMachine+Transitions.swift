@@ -14,13 +14,13 @@ extension SchedulingMachine {
     mutating func wait(
         _ task: AnyAPITask, in scope: ScopeState, at place: ScopeState.Place, into actions: inout Actions
     ) {
-        if let maxLength = task.lineLimit?.effectiveMaxLength, scope.line.count >= maxLength {
+        if let maxLength = task.bag.lineLimit?.effectiveMaxLength, scope.line.count >= maxLength {
             end(task, with: .failure(.lineFull(maxLength: maxLength)), into: &actions)
             return
         }
         scope.join(task, at: place)
         emit(.waiting, for: task, into: &actions)
-        if let maxWait = task.lineLimit?.effectiveMaxWait {
+        if let maxWait = task.bag.lineLimit?.effectiveMaxWait {
             actions.append(.scheduleWaitLimit(task, after: maxWait))
         }
         // A scope busy only with tasks in a quiet wait has nothing running: the head may start now.
@@ -35,7 +35,7 @@ extension SchedulingMachine {
         scope.waitQuietly(task)
         emit(.waiting, for: task, into: &actions)
         // A wait longer than the task's line limit allows ends at the limit (APIConcurrencyPolicy.LineLimit.maxWait).
-        if let maxWait = task.lineLimit?.effectiveMaxWait, maxWait < interval {
+        if let maxWait = task.bag.lineLimit?.effectiveMaxWait, maxWait < interval {
             task.record.quietLimit = maxWait
             actions.append(.scheduleQuietEnd(task, after: maxWait))
         } else {
@@ -55,7 +55,7 @@ extension SchedulingMachine {
     /// The task's policy starts it: its first attempt begins, once it holds a slot of its group.
     /// Without one free it waits for the group (``groupSlotGranted(_:)``).
     mutating func admit(_ task: AnyAPITask, waitedAlready: Bool, into actions: inout Actions) {
-        if let group = task.concurrencyGroup, !task.record.holdsGroupSlot {
+        if let group = task.bag.concurrencyGroup, !task.record.holdsGroupSlot {
             guard group.acquire(for: task) else {
                 task.record.awaitsGroupSlot = true
                 if !waitedAlready { emit(.waiting, for: task, into: &actions) }
@@ -71,7 +71,7 @@ extension SchedulingMachine {
     mutating func groupSlotGranted(_ task: AnyAPITask) -> Actions {
         var actions = Actions()
         guard task.record.awaitsGroupSlot, !task.record.hasEnded else {
-            if let next = task.concurrencyGroup?.release() { actions.append(.grantSlot(next)) }
+            if let next = task.bag.concurrencyGroup?.release() { actions.append(.grantSlot(next)) }
             return actions
         }
         task.record.awaitsGroupSlot = false
@@ -83,7 +83,7 @@ extension SchedulingMachine {
     mutating func beginAttempt(_ task: AnyAPITask, into actions: inout Actions) {
         if case .waiting(let timer?) = task.record.lifecycle { actions.append(.cancel(Handle(timer))) }
         // Offline, a task that waits for the network waits before it begins an attempt.
-        if connectivity.isOffline, task.connectivityWait != nil {
+        if connectivity.isOffline, task.bag.connectivityWait != nil {
             waitForConnectivity(task, error: nil, into: &actions)
             return
         }
@@ -145,7 +145,7 @@ extension SchedulingMachine {
             actions.append(.cancel(Handle(timer)))
             task.record.deadlineTimer = nil
         }
-        if let group = task.concurrencyGroup {
+        if let group = task.bag.concurrencyGroup {
             if task.record.holdsGroupSlot {
                 task.record.holdsGroupSlot = false
                 if let next = group.release() { actions.append(.grantSlot(next)) }

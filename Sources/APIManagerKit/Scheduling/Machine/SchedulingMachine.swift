@@ -105,7 +105,7 @@ struct SchedulingMachine {
 
     /// What users read of a task (``AnyAPITask/state``), from the record only the machine reads and
     /// writes. Called under the engine's lock.
-    static func state(of task: AnyAPITask) -> AnyAPITask.State {
+    func state(of task: AnyAPITask) -> AnyAPITask.State {
         switch task.record.lifecycle {
         case .created, .waiting, .waitingForConnectivity: return .waiting
         case .running: return .running
@@ -118,14 +118,14 @@ struct SchedulingMachine {
 
     /// Where the response that ended the task came from (``AnyAPITask/responseSource``); `nil` until
     /// it finishes with one. Called under the engine's lock.
-    static func responseSource(of task: AnyAPITask) -> APIResponseCache.Source? {
+    func responseSource(of task: AnyAPITask) -> APIResponseCache.Source? {
         if case .ended(let ending) = task.record.lifecycle { return ending.source }
         return nil
     }
 
     /// How many attempts of the task have started (``AnyAPITask/attemptCount``). Called under the
     /// engine's lock.
-    static func attemptCount(of task: AnyAPITask) -> Int { task.record.attemptCount }
+    func attemptCount(of task: AnyAPITask) -> Int { task.record.attemptCount }
 
     // MARK: Events
 
@@ -162,7 +162,7 @@ struct SchedulingMachine {
         let scope = scope(for: task.concurrencyScope)
         task.record.scope = scope
         apply(task.concurrencyPolicy, to: task, in: scope, now: now, into: &actions)
-        if let deadline = task.deadline, !task.record.hasEnded {
+        if let deadline = task.bag.deadline, !task.record.hasEnded {
             actions.append(.scheduleDeadline(task, after: deadline))
         }
         return actions

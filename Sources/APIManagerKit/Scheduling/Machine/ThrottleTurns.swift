@@ -83,7 +83,7 @@ struct ThrottleTurns {
         pace.timerIsSet = false
         guard !pace.waiting.isEmpty else { return (nil, nil) }
         let first = pace.waiting.removeFirst()
-        pace.next = max(now, pace.next) + first.pacing.throttleInterval
+        pace.next = max(now, pace.next) + first.bag.pacing.throttleInterval
         guard !pace.waiting.isEmpty else { return (first, nil) }
         pace.timerIsSet = true
         return (first, pace.next - now)

@@ -28,9 +28,9 @@ enum BuildRequestStage {
             if let baseURL, let url = request.url, url.scheme == nil {
                 request.url = try BaseURL.join(url, to: baseURL)
             }
-            if let idempotency = task.idempotencyHeader {
+            if let idempotency = task.bag.idempotencyHeader {
                 if let own = request.value(forHTTPHeaderField: idempotency.name) {
-                    task.recordOwnIdempotencyKey(own)
+                    task.bag.recordOwnIdempotencyKey(own)
                 } else {
                     // Checked before it is set: URLRequest on Linux drops a value with CR or LF
                     // silently, and the request would go without its key.
@@ -39,13 +39,13 @@ enum BuildRequestStage {
                     request.setValue(idempotency.value, forHTTPHeaderField: idempotency.name)
                 }
             }
-            if let added = task.addedHeaders {
+            if let added = task.bag.addedHeaders {
                 for (name, value) in added {
                     try HTTPFieldValidation.validate(name: name, value: value)
                     request.setValue(value, forHTTPHeaderField: name)
                 }
             }
-            var sensitiveHeaders = task.sensitiveHeaders
+            var sensitiveHeaders = task.bag.sensitiveHeaders
             if let persistedHeaders {
                 persistedHeaders.apply(to: &request)
                 sensitiveHeaders.formUnion(persistedHeaders.names)

@@ -24,7 +24,7 @@ enum CacheLookupStage {
     ///   - sensitiveHeaders: header names the engine marks as credentials for this request.
     ///   - writesBehind: whether the response store may write its file after the task ends.
     static func lookUp(
-        _ cache: APIResponseCache, settings: AnyAPITask.CacheSettings, attempt: Int, request: URLRequest,
+        _ cache: APIResponseCache, settings: TaskBag.CacheSettings, attempt: Int, request: URLRequest,
         sensitiveHeaders: Set<String>, writesBehind: Bool
     ) -> Result {
         let credentials = CredentialHeaders.credentials(in: request, marked: sensitiveHeaders)

@@ -13,7 +13,7 @@ enum ResponseStage {
         switch result {
         case .failure(let error):
             return .failed(error)
-        case .success(let raw) where task.isTransfer:
+        case .success(let raw) where task.bag.isTransfer:
             return TransferCacheStage.respond(task, raw: raw, cache: cache)
         case .success(let raw):
             if raw.statusCode == 304, let refreshed = cache?.refresh(with: raw) {

@@ -19,7 +19,7 @@ enum TransportStage {
             if let url = sent.request.url, url.scheme == nil { return BaseURL.missing(for: url) }
             return APIError.wrapTransport(error)
         }
-        if case .success(let raw) = result, let limit = sent.task.maxResponseBodySize, raw.body.count > limit {
+        if case .success(let raw) = result, let limit = sent.task.bag.maxResponseBodySize, raw.body.count > limit {
             result = .failure(.responseTooLarge(limit: limit))
         }
         if case .success(var raw) = result {
