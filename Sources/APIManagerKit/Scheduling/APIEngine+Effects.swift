@@ -15,7 +15,9 @@ extension SchedulingMachine.Actions {
         }
     }
 
-    /// Cancels what is to be cancelled and tells the async callers, in that order.
+    /// Cancels what is to be cancelled, tells the async callers and feeds the tasks' own streams, in
+    /// that order: what an engine does with a transition's actions before anything else, and all
+    /// it does with a released engine's.
     func performCancellationsAndObservations() {
         for cancellable in cancellations { cancellable.cancel() }
         for (task, observation) in observations {
@@ -24,6 +26,9 @@ extension SchedulingMachine.Actions {
             case .ended(.success(let built), let source): built.handOver(.observerEnded(source))
             case .ended(.failure(let error), _): task.observerFailed(error)
             }
+        }
+        if !timersAndGrants.isEmpty {
+            for case .feedStreams(let task, let feed) in timersAndGrants { task.bag.feed(feed) }
         }
     }
 }
@@ -94,7 +99,7 @@ extension APIEngine {
                 if let key = attempt?.flightKey { _ = sharedFlights.retrying(key, task: task.identifier) }
             case .settleDurable(let task, let settlement):
                 task.bag.durableSlot?.decide(settlement, engine: self)
-            case .grantSlot, .report, .start, .send, .replay, .cancel, .tell:
+            case .grantSlot, .report, .start, .send, .replay, .cancel, .tell, .feedStreams:
                 break  // slots and reports are handled last, below; the others are not timers
             }
         }

@@ -174,20 +174,6 @@ final class ManagedTask<Manager: APIManager>: APITask<Manager.Request>, @uncheck
                 }
             }
         }
-        if let progressStreams = bag.progressStreams {
-            switch event {
-            case .progress(let progress): progressStreams.yield(progress)
-            case .finished, .failed: progressStreams.finish()
-            case .waiting, .waitingForNetwork, .started, .willRetry, .cachedResponse: break
-            }
-        }
-        if let bodyStream = bag.bodyStream {
-            switch event {
-            case .finished: bodyStream.finish(.success(()))
-            case .failed(let error): bodyStream.finish(.failure(error))
-            case .waiting, .waitingForNetwork, .started, .progress, .willRetry, .cachedResponse: break
-            }
-        }
         switch event {
         case .waitingForNetwork:
             manager?.taskIsWaitingForNetwork(self)

@@ -41,6 +41,10 @@ extension SchedulingMachine {
         /// What becomes of the ended durable task's record (``DurableSlot/decide(_:engine:)``):
         /// carried out once the app has been told the end as well.
         case settleDurable(AnyAPITask, DurableSlot.Settlement)
+        /// Feed the task's own streams (its ``AnyAPITask/progress`` sequences, the body stream of
+        /// ``APIManager/bytes(for:)`` and its siblings): a progress report, numbered in the order the
+        /// machine took them, or their end, after so many reports (``TaskBag/feed(_:)``).
+        case feedStreams(AnyAPITask, StreamFeed)
 
         static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
@@ -66,6 +70,8 @@ extension SchedulingMachine {
             case (.tell(let a, let x), .tell(let b, let y)):
                 return a === b && x.summary == y.summary
             case (.settleDurable(let a, let x), .settleDurable(let b, let y)):
+                return a === b && x == y
+            case (.feedStreams(let a, let x), .feedStreams(let b, let y)):
                 return a === b && x == y
             default:
                 return false
@@ -94,6 +100,7 @@ extension SchedulingMachine {
             case .report(let report): return "report(\(report))"
             case .restFlight(let task): return "restFlight(\(task.identifier))"
             case .settleDurable(let task, let settlement): return "settleDurable(\(task.identifier), \(settlement))"
+            case .feedStreams(let task, let feed): return "feedStreams(\(task.identifier), \(feed))"
             }
         }
     }
@@ -137,7 +144,7 @@ extension SchedulingMachine {
             case .replay(let task, let attempt): replay = (task, attempt)
             case .cancel(let handle): cancellations.append(handle.cancellable)
             case .scheduleRetry, .scheduleDeadline, .scheduleWaitLimit, .scheduleQuietEnd, .scheduleThrottleTurn,
-                .scheduleProbe, .grantSlot, .report, .restFlight, .settleDurable:
+                .scheduleProbe, .grantSlot, .report, .restFlight, .settleDurable, .feedStreams:
                 timersAndGrants.append(action)
             case .tell(let task, let observation): observations.append((task, observation))
             }
@@ -203,6 +210,30 @@ extension AnyAPITask.Observation {
         case .cached: return "cached"
         case .ended(.success, let source): return "finished from \(source.map { "\($0)" } ?? "nowhere")"
         case .ended(.failure(let error), _): return "failed \(error)"
+        }
+    }
+}
+
+/// What a task's own streams are told (``SchedulingMachine/Action/feedStreams(_:_:)``): a progress
+/// report with its number (the machine numbers a task's reports from 1, in the order it takes them,
+/// so that reports performed on different threads reach the streams in that order), or the end,
+/// with the number of reports that come before it and the task's error (`nil`: it finished).
+enum StreamFeed: Equatable, CustomStringConvertible {
+    case progress(APITransferProgress, number: UInt32)
+    case end(failure: APIError?, afterReports: UInt32)
+
+    static func == (lhs: StreamFeed, rhs: StreamFeed) -> Bool {
+        switch (lhs, rhs) {
+        case (.progress(let a, let x), .progress(let b, let y)): return a == b && x == y
+        case (.end(let a, let x), .end(let b, let y)): return a?.description == b?.description && x == y
+        case (.progress, _), (.end, _): return false
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .progress(let progress, let number): return "progress #\(number) \(progress.completedBytes)"
+        case .end(let failure, let reports): return "end(\(failure.map { "\($0)" } ?? "finished") after \(reports))"
         }
     }
 }

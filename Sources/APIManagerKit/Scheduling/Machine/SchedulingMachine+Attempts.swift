@@ -171,6 +171,10 @@ extension SchedulingMachine {
         var actions = Actions()
         guard isCurrent(task, attempt: attempt) else { return actions }
         emit(.progress(progress), for: task, into: &actions)
+        if task.bag.progressStreams != nil {
+            task.record.streamReports &+= 1
+            actions.append(.feedStreams(task, .progress(progress, number: task.record.streamReports)))
+        }
         return actions
     }
 }

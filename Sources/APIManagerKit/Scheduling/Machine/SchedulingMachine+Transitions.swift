@@ -174,6 +174,11 @@ extension SchedulingMachine {
             task.record.isObserved = false
             actions.append(.tell(task, .ended(outcome, ending.source)))
         }
+        // Its own streams end with it, after the reports already taken (not when the app is told:
+        // the delivery queue may be busy, and a released engine delivers nothing).
+        if task.bag.progressStreams != nil || task.bag.bodyStream != nil {
+            actions.append(.feedStreams(task, .end(failure: ending.failure, afterReports: task.record.streamReports)))
+        }
         // Leave the scope after the terminal event, so the task that takes its place starts after it.
         if let scope = task.record.scope {
             if task.record.membership == .quiet, task.concurrencyPolicy == .throttle {

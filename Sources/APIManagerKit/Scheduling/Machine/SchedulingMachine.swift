@@ -13,13 +13,17 @@
 /// (`+Transitions`). What each policy does when a task is sent is one function in `+Policies`.
 ///
 /// What ends with a task is decided in `end` (`+Transitions`), the one place a task ends: its
-/// work cancelled, its terminal event queued, its async caller told, its place given up, and what
-/// becomes of a durable task's record (``Action/settleDurable(_:_:)``, judged in `+DurableLine`,
-/// carried out by the task's ``DurableSlot`` once the app has been told). A new end-of-task action
-/// touches: its ``Action`` case (`+Actions`: the case, `==`, `description`, `append`), its decision
-/// in `end` (the judgement in the file of its concern), its performance in
-/// `APIEngine+Effects.swift` (and the value that carries it out, if any), and its rows in the
-/// machine's event tests (`DurableSettlingTests` for the durable record's).
+/// work cancelled, its terminal event queued, its async caller told, its own streams ended
+/// (``Action/feedStreams(_:_:)``: its progress sequences after the reports the machine numbered,
+/// its body stream; performed at once, not on the delivery queue, and by a released engine too),
+/// its place given up, and what becomes of a durable task's record (``Action/settleDurable(_:_:)``,
+/// judged in `+DurableLine`, carried out by the task's ``DurableSlot`` once the app has been told).
+/// A new end-of-task action touches: its ``Action`` case (`+Actions`: the case, `==`,
+/// `description`, `append`), its decision in `end` (the judgement in the file of its concern), its
+/// performance in `APIEngine+Effects.swift` (in `performCancellationsAndObservations()` when a
+/// released engine must perform it too; and the value that carries it out, if any:
+/// `TaskBag.feed(_:)` for the streams), and its rows in the machine's event tests
+/// (`DurableSettlingTests` for the durable record's, `TaskStreamsMachineTests` for the streams').
 ///
 /// The machine never calls out (no transport, clock, hook or delegate), so the engine calls it
 /// while holding its lock and performs the actions after unlocking, and tests drive it alone. It

@@ -91,6 +91,10 @@ struct SchedulingRecord {
     /// The scope the task is listed in while in flight, and in which of its lists.
     var scope: ScopeState?
     var membership = Membership.none
+    /// The progress reports fed to the task's streams so far (``StreamFeed``): counted only for a
+    /// task whose request reports progress. (Beside `membership`, it fills the padding before
+    /// `quietLimit`: the record does not grow.)
+    var streamReports: UInt32 = 0
     /// The ``APIConcurrencyPolicy/LineLimit/maxWait`` that ends a debounced task's quiet wait before
     /// its end; `nil` when the end comes first.
     var quietLimit: Double?
