@@ -65,6 +65,8 @@ struct TaskBag {
     }
 
     // MARK: The extras
+    // Inlined: a getter called on `task.bag` that is not takes the bag as its value, retaining its
+    // references (measured: 467 more instructions a request without the attribute).
 
     /// The request's ``APIRequest/totalTimeout``, read when it is sent (clamped, unchecked).
     @inline(__always) var totalTimeout: TimeInterval? { extras?.totalTimeout }
