@@ -28,8 +28,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The request's ``APIRequest/priority``, as it was when the task was sent.
     public let priority: Int
 
-    /// The engine's part of the task: what it read from its request and its engine (see
-    /// ``TaskBag``). Users never reach it; the handle reads through it.
+    /// The engine's part of the task: what it read from its request, and the locked state that
+    /// keeps its record (see ``TaskBag``). Users never reach it; the handle reads through it.
     final let bag: TaskBag
     /// The engine that runs the task, while it lives: ``cancel()`` goes through it.
     final weak let engine: APIEngine?
@@ -41,8 +41,8 @@ public class AnyAPITask: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// reaches it without a lookup.
     @exclusivity(unchecked) final var record = SchedulingRecord()
 
-    /// A handle whose bag holds `settings`, kept by `engine` (the locked state the machine keeps the
-    /// record in: the engine's, or, for a task without an engine, one of its own).
+    /// A handle whose bag holds `settings`, run by `engine`; `recordKeeper` is the locked state the
+    /// machine keeps its record in: the engine's, or, for a task without an engine, one of its own.
     init(
         identifier: UInt64, settings: borrowing TaskBag.Settings, engine: APIEngine?,
         recordKeeper: LockedState<APIEngine.State> = LockedState(
