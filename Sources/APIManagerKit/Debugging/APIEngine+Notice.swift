@@ -111,8 +111,8 @@ extension APIEngine {
         /// report that is about the attempt alone (a failure before sending).
         static func resilience(_ report: SchedulingMachine.Report, of attempt: Attempt) -> Notice? {
             let task = attempt.task
-            let request = attempt.isBuilt ? attempt.request : nil
-            let secretNames = attempt.sensitiveHeaders
+            let request = attempt.machine.phase == .unbuilt ? nil : attempt.machine.request
+            let secretNames = attempt.machine.sensitiveHeaders
             let about = "(task \(task.identifier), attempt \(attempt.number))"
             let attempt = attempt.number
             switch report {

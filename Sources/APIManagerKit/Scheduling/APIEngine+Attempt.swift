@@ -19,8 +19,8 @@ extension APIEngine {
         guard current else { return }
         let attempt = Attempt(engine: self, task: task, number: number, isReplay: isReplay, observers: observers)
         if !observers.isEmpty {
-            attempt.startedAt = clock.now
-            tellObservers(.started(attempt: number), of: attempt, at: attempt.startedAt)
+            attempt.machine.startedAt = clock.now
+            tellObservers(.started(attempt: number), of: attempt, at: attempt.machine.startedAt)
         }
         switch BuildRequestStage.run(
             task, baseURL: settings.baseURL, persistedHeaders: settings.persistedHeaders,
@@ -29,13 +29,13 @@ extension APIEngine {
             defersForms: acceptsBodyWriters, now: clock.date)
         {
         case .success(let built):
-            attempt.request = built.request
-            attempt.isBuilt = true
-            attempt.sensitiveHeaders = built.sensitiveHeaders
             // The secret names join the credential headers before the link rule, the cache lookup and
             // the transport see them.
-            if !secretNames.isEmpty { attempt.sensitiveHeaders.formUnion(secretNames) }
-            if let stream = built.request.httpBodyStream { attempt.bodyFile = BodyFile.claim(stream) }
+            var sensitiveHeaders = built.sensitiveHeaders
+            if !secretNames.isEmpty { sensitiveHeaders.formUnion(secretNames) }
+            attempt.machine.built(
+                built.request, sensitiveHeaders: sensitiveHeaders,
+                bodyFile: built.request.httpBodyStream.flatMap { BodyFile.claim($0) })
             advance(attempt, at: .authenticate, with: perform(.authenticate, of: attempt))
         case .failure(let error):
             fail(attempt, with: error)
@@ -92,7 +92,10 @@ extension APIEngine {
                         isMonitored: isReported(attempt))
                 }
                 // A task that ended while its request was being built is never handed to the transport.
-                guard actions.sends(task, attempt: number) else { return }
+                guard actions.sends(task, attempt: number) else {
+                    attempt.machine.end()
+                    return
+                }
                 next = .send
             case .sent(let handle):
                 transition { $0.attemptSent(attempt.task, attempt: attempt.number, handle: handle) }
@@ -103,9 +106,11 @@ extension APIEngine {
                 let actions = transition { $0.credentialRefused(task, attempt: number) }
                 next = actions.replays(task, attempt: number) ? .renew : .respond
             case .answered(let response, let source):
+                attempt.machine.end()
                 let end = SchedulingMachine.AttemptEnd(
-                    sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, isMonitored: isReported(attempt),
-                    network: attempt.sent == nil ? nil : networkContext(of: attempt))
+                    sent: attempt.machine.wasSent, sharedAnswer: attempt.machine.sharedAnswer,
+                    isMonitored: isReported(attempt),
+                    network: !attempt.machine.wasSent ? nil : networkContext(of: attempt))
                 transition(reportingTo: attempt) {
                     $0.attemptEnded(
                         attempt.task, attempt: attempt.number, outcome: .success(response), source: source,
@@ -119,9 +124,11 @@ extension APIEngine {
                 fail(attempt, with: error, requestedRetry: delay)
                 return
             case .startOver(let isReplay):
+                attempt.machine.end()
                 performStart(attempt.task, attempt: attempt.number, isReplay: isReplay)
                 return
             case .dropped:
+                attempt.machine.end()
                 return
             }
             stage = next
@@ -133,6 +140,7 @@ extension APIEngine {
     /// whether it is retried; the machine then applies the engine's retry budget and records the
     /// outcome for the origin's circuit (see `SchedulingMachine+Resilience.swift`).
     private func fail(_ attempt: Attempt, with error: APIError, requestedRetry: TimeInterval? = nil) {
+        attempt.machine.end()
         let task = attempt.task
         let number = attempt.number
         // A task that waits for the network waits after an offline failure: no retry is spent.
@@ -141,7 +149,7 @@ extension APIEngine {
             return
         }
         var retryDelay: TimeInterval?
-        if !attempt.mayRetry {
+        if !attempt.machine.mayRetry {
             retryDelay = nil
         } else if let requestedRetry {
             retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
@@ -153,7 +161,8 @@ extension APIEngine {
             retryDelay = max(0, delay)
         }
         let end = SchedulingMachine.AttemptEnd(
-            sent: attempt.sent != nil, sharedAnswer: attempt.sharedAnswer, boardedFlight: attempt.flightKey != nil,
+            sent: attempt.machine.wasSent, sharedAnswer: attempt.machine.sharedAnswer,
+            boardedFlight: attempt.machine.flightKey != nil,
             isMonitored: isReported(attempt), network: networkContext(of: attempt))
         transition(reportingTo: attempt) {
             $0.attemptEnded(
@@ -165,8 +174,9 @@ extension APIEngine {
     /// breaker or a retry budget: its origin and the clock; `nil` otherwise, so that engines
     /// without them do no work for them, and for an attempt whose request was never built.
     private func networkContext(of attempt: Attempt) -> SchedulingMachine.NetworkContext? {
-        guard hasResilience, attempt.isBuilt else { return nil }
-        return SchedulingMachine.NetworkContext(origin: Resilience.origin(of: attempt.request.url), now: clock.now)
+        guard hasResilience, attempt.machine.phase != .unbuilt else { return nil }
+        return SchedulingMachine.NetworkContext(
+            origin: Resilience.origin(of: attempt.machine.request.url), now: clock.now)
     }
 
     /// Runs a task's `work` where ``execution`` says: at once for `.inline`, else on its work queue.

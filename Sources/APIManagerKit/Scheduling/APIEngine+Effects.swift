@@ -96,7 +96,7 @@ extension APIEngine {
             case .scheduleProbe(let delay):
                 _ = clock.schedule(after: delay) { [weak self] in self?.transition { $0.probeFired() } }
             case .restFlight(let task):
-                if let key = attempt?.flightKey { _ = sharedFlights.retrying(key, task: task.identifier) }
+                if let key = attempt?.machine.flightKey { _ = sharedFlights.retrying(key, task: task.identifier) }
             case .settleDurable(let task, let settlement):
                 task.bag.durableSlot?.decide(settlement, engine: self)
             case .grantSlot, .report, .start, .send, .replay, .cancel, .tell, .feedStreams:

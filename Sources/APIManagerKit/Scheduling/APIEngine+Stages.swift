@@ -43,14 +43,14 @@ extension APIEngine {
         case .failure(let error):
             return .failed(error)
         case .success(let grant):
-            attempt.grant = grant
+            attempt.machine.grant = grant
             if let credential = grant.credential {
-                let before = attempt.request.allHTTPHeaderFields ?? [:]
-                authentication.authenticator.apply(credential, to: &attempt.request)
+                let before = attempt.machine.request.allHTTPHeaderFields ?? [:]
+                authentication.authenticator.apply(credential, to: &attempt.machine.request)
                 // Whatever the authenticator set is a credential: redacted, and dropped on a
                 // redirect to another origin.
-                for (name, value) in attempt.request.allHTTPHeaderFields ?? [:] where before[name] != value {
-                    attempt.sensitiveHeaders.insert(name)
+                for (name, value) in attempt.machine.request.allHTTPHeaderFields ?? [:] where before[name] != value {
+                    attempt.machine.sensitiveHeaders.insert(name)
                 }
             }
             return .next
@@ -66,11 +66,11 @@ extension APIEngine {
         let work = asyncWork.start { [weak self] in
             let outcome: Attempt.Outcome
             do {
-                var request = attempt.request
+                var request = attempt.machine.request
                 for adapter in adapters {
                     request = try await adapter.adapt(request, for: attempt.context)
                 }
-                attempt.request = request
+                attempt.machine.request = request
                 outcome = .next
             } catch {
                 outcome = .failed(
@@ -85,21 +85,21 @@ extension APIEngine {
     /// The link rule, the request's check, and a credential that changed meanwhile.
     private func prepare(_ attempt: Attempt) -> Attempt.Outcome {
         if let allowed = attempt.task.bag.credentialOrigins,
-            !allowed.contains(where: { $0 == Origin(attempt.request.url) })
+            !allowed.contains(where: { $0 == Origin(attempt.machine.request.url) })
         {
             // A page on another origin: it goes without credentials, as after a redirect, and a
             // refusal of it is an ordinary response (no refresh).
-            CredentialHeaders.remove(from: &attempt.request, marked: attempt.sensitiveHeaders)
-            attempt.grant = nil
+            CredentialHeaders.remove(from: &attempt.machine.request, marked: attempt.machine.sensitiveHeaders)
+            attempt.machine.grant = nil
         }
         do {
-            try BuildRequestStage.check(attempt.request, totalTimeout: attempt.task.bag.totalTimeout)
+            try BuildRequestStage.check(attempt.machine.request, totalTimeout: attempt.task.bag.totalTimeout)
         } catch {
             return .failed(error)
         }
         // A refresh started (or the credential changed) while the adapters ran: the request does
         // not go with the old credential, it starts over and gets the new one.
-        if let grant = attempt.grant, let authentication, !authentication.isCurrent(grant) {
+        if let grant = attempt.machine.grant, let authentication, !authentication.isCurrent(grant) {
             return .startOver(isReplay: attempt.isReplay)
         }
         return .next
@@ -111,20 +111,20 @@ extension APIEngine {
         // response uses the cache only when its request asks (see TransferCacheStage).
         let task = attempt.task
         let isTransfer = task.bag.isTransfer
-        guard let cache, attempt.request.httpBodyStream == nil,
+        guard let cache, attempt.machine.request.httpBodyStream == nil,
             !isTransfer || task.bag.cacheSettings.option != .networkOnly
         else {
             return .readyToSend(cachedCopy: nil)
         }
         var copy: AnyAPITask.BuiltResponse?
         switch CacheLookupStage.lookUp(
-            cache, settings: task.bag.cacheSettings, attempt: attempt.number, request: attempt.request,
-            sensitiveHeaders: attempt.sensitiveHeaders, writesBehind: writesBehind)
+            cache, settings: task.bag.cacheSettings, attempt: attempt.number, request: attempt.machine.request,
+            sensitiveHeaders: attempt.machine.sensitiveHeaders, writesBehind: writesBehind)
         {
         case .answer(let stored, let otherwise):
             if isTransfer {
                 // Written to the destination, or handed to the stream, as the network's would be.
-                switch TransferCacheStage.deliver(stored, to: task, requestURL: attempt.request.url) {
+                switch TransferCacheStage.deliver(stored, to: task, requestURL: attempt.machine.request.url) {
                 case .answered(let response): return .answered(response, .cache)
                 case .failed(let error): return .failed(error)
                 case .unusable: break  // the network answers instead
@@ -133,10 +133,10 @@ extension APIEngine {
                 return .answered(response, .cache)
             }
             cache.remove(for: otherwise.key)  // no longer builds a response: the network answers
-            attempt.cache = otherwise
+            attempt.machine.cache = otherwise
         case .copyFirst(_, let then) where isTransfer:
             // A file or a stream takes one body: the network's, revalidating the stored one.
-            attempt.cache = then
+            attempt.machine.cache = then
         case .copyFirst(let stored, var then):
             if !attempt.isReplay {
                 if case .success(let response) = task.buildResponse(stored) {
@@ -146,27 +146,30 @@ extension APIEngine {
                     then.revalidating = nil
                 }
             }
-            attempt.cache = then
+            attempt.machine.cache = then
         case .network(let context):
-            attempt.cache = context
+            attempt.machine.cache = context
         }
-        attempt.cache?.addConditionalHeaders(to: &attempt.request)
+        attempt.machine.cache?.addConditionalHeaders(to: &attempt.machine.request)
         return .readyToSend(cachedCopy: copy)
     }
 
     /// Hands the request to the transport; its answer resumes the attempt at ``Attempt/Stage/receive``.
     private func send(_ attempt: Attempt) -> Attempt.Outcome {
         var options = APITransportOptions(
-            sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.bag.maxResponseBodySize,
+            sensitiveHeaders: attempt.machine.sensitiveHeaders,
+            maxResponseBodySize: attempt.task.bag.maxResponseBodySize,
             cookies: cookies, cookieDate: cookies == nil ? nil : clock.date, totalTimeout: attempt.task.bag.totalTimeout
         )
-        if let body = attempt.bodyFile {
+        if let body = attempt.machine.bodyFile {
             if let writer = body.deferredWriter { options.bodyWriter = writer } else { options.bodyFile = body.url }
         }
         if attempt.task.bag.isTransfer {
-            switch AttemptBody.prepare(for: attempt.task, request: &attempt.request, keepsCopy: attempt.cache != nil) {
+            switch AttemptBody.prepare(
+                for: attempt.task, request: &attempt.machine.request, keepsCopy: attempt.machine.cache != nil)
+            {
             case .success(let body):
-                attempt.body = body
+                attempt.machine.body = body
                 body.apply(to: &options)
             case .failure(let error):
                 return .failed(error)
@@ -175,22 +178,22 @@ extension APIEngine {
         if attempt.task.bag.progressStreams != nil {
             let channel = ProgressChannel(
                 engine: self, task: attempt.task, attempt: attempt.number, uploadBytes: Self.bodySize(of: attempt),
-                download: attempt.body.file)
-            attempt.progress = channel
+                download: attempt.machine.body.file)
+            attempt.machine.progress = channel
             options.progress = { channel.report($0, bytes: $1, expected: $2) }
         }
         if !attempt.observers.isEmpty {
             let measured = LockedState(Attempt.Measured())
-            attempt.measured = measured
+            attempt.machine.measured = measured
             options.headReceived = { [clock] in measured.withLock { $0.headReceived = $0.headReceived ?? clock.now } }
             options.phasesMeasured = { phases in measured.withLock { $0.phases = phases } }
             options.protocolVersionReceived = { version in measured.withLock { $0.protocolVersion = version } }
         }
-        attempt.sent = (options, clock.now)
+        attempt.machine.sending(options, at: clock.now)
         // A streamed body (a file) has no bytes to compare, and a download has a file of its own:
         // never shared.
-        if attempt.task.bag.sharing != .never, attempt.task.bag.sharing.allows(attempt.request.httpMethod),
-            attempt.request.httpBodyStream == nil, attempt.body.isMemory
+        if attempt.task.bag.sharing != .never, attempt.task.bag.sharing.allows(attempt.machine.request.httpMethod),
+            attempt.machine.request.httpBodyStream == nil, attempt.machine.body.isMemory
         {
             return sendShared(attempt, options: options)
         }
@@ -198,14 +201,15 @@ extension APIEngine {
         let request: APIHTTPRequest
         do {
             request = try APIHTTPRequest(
-                attempt.request, bodyFile: attempt.bodyFile, totalTimeout: attempt.task.bag.totalTimeout)
+                attempt.machine.request, bodyFile: attempt.machine.bodyFile, totalTimeout: attempt.task.bag.totalTimeout
+            )
         } catch {
             return .failed(error)
         }
         tellSent(attempt)
         // Off the transport's callback queue: responses of different tasks build in parallel.
         let handle = transport.send(request, options: options) { attempt.transportAnswered($0) }
-        return .sent(attempt.body.handle(handle))
+        return .sent(attempt.machine.body.handle(handle))
     }
 
     /// Sends the attempt on the flight of its identical requests, or joins it (see
@@ -215,8 +219,9 @@ extension APIEngine {
         // The key is the request as the user's hooks made it: what observers add (a trace's
         // context) does not tell identical requests apart.
         let key = SharedFlights.Key(
-            attempt.request, bodyLimit: task.bag.maxResponseBodySize, partition: task.bag.cacheSettings.partition)
-        attempt.flightKey = key
+            attempt.machine.request, bodyLimit: task.bag.maxResponseBodySize,
+            partition: task.bag.cacheSettings.partition)
+        attempt.machine.flightKey = key
         switch sharedFlights.board(attempt, key: key) {
         case .joined(let leader, let member):
             tellSent(attempt, sharedWith: leader)
@@ -224,7 +229,8 @@ extension APIEngine {
         case .leads(let flight, let member):
             letObserversPrepare(attempt)
             // Built by the launch when it cannot be here: the flight then ends with the error.
-            let request = try? APIHTTPRequest(attempt.request, bodyFile: nil, totalTimeout: task.bag.totalTimeout)
+            let request = try? APIHTTPRequest(
+                attempt.machine.request, bodyFile: nil, totalTimeout: task.bag.totalTimeout)
             tellSent(attempt)
             launch(SharedFlights.Launch(leader: attempt, request: request, key: key, flight: flight))
             return .sent(member)
@@ -235,7 +241,7 @@ extension APIEngine {
     /// before the transport has it (see ``APIEngine/Observer/willSend(_:attempt:of:)``).
     private func letObserversPrepare(_ attempt: Attempt) {
         for observer in attempt.observers {
-            observer.willSend(&attempt.request, attempt: attempt.number, of: attempt.task)
+            observer.willSend(&attempt.machine.request, attempt: attempt.number, of: attempt.task)
         }
     }
 
@@ -244,9 +250,10 @@ extension APIEngine {
         let flights = sharedFlights
         let attempt = launch.leader
         let options =
-            attempt.sent?.options
+            attempt.machine.sent?.options
             ?? APITransportOptions(
-                sensitiveHeaders: attempt.sensitiveHeaders, maxResponseBodySize: attempt.task.bag.maxResponseBodySize)
+                sensitiveHeaders: attempt.machine.sensitiveHeaders,
+                maxResponseBodySize: attempt.task.bag.maxResponseBodySize)
         let request: APIHTTPRequest
         do {
             if let built = launch.request {
@@ -255,7 +262,7 @@ extension APIEngine {
                 // A leader that took a left flight over: its request goes on the wire now.
                 letObserversPrepare(attempt)
                 request = try APIHTTPRequest(
-                    attempt.request, bodyFile: nil, totalTimeout: attempt.task.bag.totalTimeout)
+                    attempt.machine.request, bodyFile: nil, totalTimeout: attempt.task.bag.totalTimeout)
             }
         } catch {
             flights.answered(launch.key, flight: launch.flight, with: .failure(error))
@@ -271,43 +278,43 @@ extension APIEngine {
     private func tellSent(_ attempt: Attempt, sharedWith: UInt64? = nil) {
         guard !attempt.observers.isEmpty else { return }
         tellObservers(
-            .attemptSent(attempt: attempt.number, request: attempt.request, sharedWith: sharedWith),
-            of: attempt, at: attempt.sent?.at, secretNames: attempt.sensitiveHeaders)
+            .attemptSent(attempt: attempt.number, request: attempt.machine.request, sharedWith: sharedWith),
+            of: attempt, at: attempt.machine.sent?.at, secretNames: attempt.machine.sensitiveHeaders)
     }
 
     /// The size of the attempt's request body (its upload), `nil` for none.
     private static func bodySize(of attempt: Attempt) -> Int64? {
-        if let file = attempt.bodyFile, file.deferredWriter == nil { return try? FileSource.size(of: file.url) }
-        if let body = attempt.request.httpBody, !body.isEmpty { return Int64(body.count) }
+        if let file = attempt.machine.bodyFile, file.deferredWriter == nil { return try? FileSource.size(of: file.url) }
+        if let body = attempt.machine.request.httpBody, !body.isEmpty { return Int64(body.count) }
         // A stream body of a known length (APIRequestBody.stream(length:)).
-        if attempt.request.httpBodyStream != nil {
-            return attempt.request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+        if attempt.machine.request.httpBodyStream != nil {
+            return attempt.machine.request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
         }
         return nil
     }
 
     /// The transport's answer, told to the event monitor (see ``TransportStage``).
     private func receive(_ attempt: Attempt) -> Attempt.Outcome {
-        guard var answer = attempt.answer else { return .dropped }
-        attempt.answer = nil
-        switch attempt.body.receive(answer, mayRetry: &attempt.mayRetry) {
+        guard var answer = attempt.machine.takeAnswer() else { return .dropped }
+        switch attempt.machine.body.receive(answer, mayRetry: &attempt.machine.mayRetry) {
         case .answer(let received): answer = received
         case .startOver: return .startOver(isReplay: attempt.isReplay)
         }
-        if let progress = attempt.progress, case .success(let raw) = answer {
-            progress.finish(downloaded: attempt.body.receivedBytes(of: raw))
+        if let progress = attempt.machine.progress, case .success(let raw) = answer {
+            progress.finish(downloaded: attempt.machine.body.receivedBytes(of: raw))
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: settings.persistedHeaders, cookies: cookies, now: clock.date)
         // Only the task's current attempt is told (the lock is taken only when someone listens).
-        if !attempt.observers.isEmpty, let sent = attempt.sent, isCurrent(attempt.task, attempt: attempt.number) {
+        if !attempt.observers.isEmpty, let sent = attempt.machine.sent, isCurrent(attempt.task, attempt: attempt.number)
+        {
             let now = clock.now
-            let measured = attempt.measured?.withLock { $0 }
+            let measured = attempt.machine.measured?.withLock { $0 }
             tellObservers(
                 .attemptEnded(
                     APIEngine.AttemptReport(
-                        attempt: attempt.number, request: attempt.request, result: result,
-                        started: attempt.startedAt, sent: sent.at,
+                        attempt: attempt.number, request: attempt.machine.request, result: result,
+                        started: attempt.machine.startedAt, sent: sent.at,
                         headReceived: measured?.headReceived, answered: now, phases: measured?.phases,
                         protocolVersion: measured?.protocolVersion, sensitiveHeaders: sent.options.sensitiveHeaders)),
                 of: attempt, at: now)
@@ -316,7 +323,7 @@ extension APIEngine {
         case .failure(let error):
             return .failed(error)
         case .success(let raw):
-            attempt.response = raw
+            attempt.machine.received(raw)
             return .next
         }
     }
@@ -326,14 +333,14 @@ extension APIEngine {
     /// will answer included.
     private func inspect(_ attempt: Attempt) -> Attempt.Outcome {
         let inspectors = self.inspectors
-        guard !inspectors.isEmpty, let raw = attempt.response else { return .next }
+        guard !inspectors.isEmpty, let raw = attempt.machine.response else { return .next }
         let work = asyncWork.start { [weak self] in
             let outcome: Attempt.Outcome
             do {
                 var retry: TimeInterval?
                 for inspector in inspectors {
                     if case .retry(let delay) = try await inspector.inspect(
-                        raw, to: attempt.request, for: attempt.context)
+                        raw, to: attempt.machine.request, for: attempt.context)
                     {
                         retry = delay
                         break
@@ -355,8 +362,8 @@ extension APIEngine {
 
     /// Whether the response refuses the credential the attempt carried.
     private func checkRefusal(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let authentication, attempt.grant?.credential != nil, let raw = attempt.response,
-            authentication.authenticator.isRefused(raw, to: attempt.request)
+        guard let authentication, attempt.machine.grant?.credential != nil, let raw = attempt.machine.response,
+            authentication.authenticator.isRefused(raw, to: attempt.machine.request)
         else { return .next }
         return .refused
     }
@@ -364,8 +371,8 @@ extension APIEngine {
     /// Waits for the renewed credential, then the attempt starts over with it (once per task); or it
     /// fails with the refresh's failure.
     private func renew(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let authentication, let grant = attempt.grant else { return .next }
-        let refusal = authentication.refused(attempt.request, sentWith: grant.generation, work: asyncWork) {
+        guard let authentication, let grant = attempt.machine.grant else { return .next }
+        let refusal = authentication.refused(attempt.machine.request, sentWith: grant.generation, work: asyncWork) {
             [weak self] result in
             self?.resume(attempt, after: .renew, with: Self.renewed(result), hop: true)
         }
@@ -389,10 +396,12 @@ extension APIEngine {
     /// Validates the response and builds the typed one (see ``ResponseStage``); only for the current
     /// attempt, so a late answer never runs the manager's hooks.
     private func respond(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let raw = attempt.response, isCurrent(attempt.task, attempt: attempt.number) else { return .dropped }
+        guard let raw = attempt.machine.response, isCurrent(attempt.task, attempt: attempt.number) else {
+            return .dropped
+        }
         let observed = !attempt.observers.isEmpty
         let start = observed ? clock.now : 0
-        let result = ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.cache)
+        let result = ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.machine.cache)
         if observed {
             let end = clock.now
             tellObservers(.responseBuilt(attempt: attempt.number, duration: end - start), of: attempt, at: end)

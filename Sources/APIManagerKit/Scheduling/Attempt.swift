@@ -5,43 +5,37 @@ import FoundationNetworking
 #endif
 
 /// One attempt of a task on its way through the stages, from the built request to the typed
-/// response: the one object every stage reads and extends.
+/// response: the one object every stage reads and extends, its state a value machine
+/// (``AttemptMachine``).
 ///
 /// A class, so that handing it from stage to stage (and into the transport's completion) passes one
 /// reference instead of copying a dozen fields. It is owned by one stage at a time: the driver runs
 /// the stages one after another, and it reaches another thread only through a queue, a Swift task or
 /// the transport's completion, each of which orders what came before it.
 final class Attempt: @unchecked Sendable {
-    // @unchecked: mutated only by the stage that owns it (see above); the `let`s never change. The
-    // same rule makes the runtime's exclusivity checks of its `var`s redundant: they are off.
+    // @unchecked: `machine`, its one mutable property, is owned by one stage at a time (see above;
+    // its own rules in ``AttemptMachine``); the `let`s never change, and `engine` is a weak
+    // reference, which is thread-safe. The runtime's exclusivity checks of `machine` are off: the
+    // same rule makes them redundant.
     let task: AnyAPITask
     /// The attempt's number: 1 for the first; a replay keeps its attempt's number.
     let number: Int
     /// Whether it is the attempt sent again after a credential refresh.
     let isReplay: Bool
-    /// The request to send, as the stages have made it so far: a placeholder until it is built
-    /// (``isBuilt``). The attempt exists before its request, so that a request that cannot be built
-    /// fails its attempt like any other failure.
-    @exclusivity(unchecked) var request = Attempt.unbuilt
-    /// Whether ``request`` was built (by the build stage, ``APIEngine/performStart(_:attempt:isReplay:)``).
-    @exclusivity(unchecked) var isBuilt = false
-    /// The header names that carry its credentials: redacted, and dropped on a redirect to another origin.
-    @exclusivity(unchecked) var sensitiveHeaders: Set<String> = []
     /// Told what happens to the attempt: the engine's observers, then the event monitor's forward
     /// when one is set (``EventMonitorForward``); read once when the attempt began. Empty when
     /// nobody observes: then nothing is measured or told.
     let observers: [any APIEngine.Observer]
-    /// The credential the authentication granted, with its generation; `nil` for none.
-    @exclusivity(unchecked) var grant: APIAuthentication.Grant?
-    /// How the response is treated by the cache; `nil` without a cache.
-    @exclusivity(unchecked) var cache: CacheContext?
-    /// When the attempt began (the engine's clock), for the engine's observers; 0 without any.
-    @exclusivity(unchecked) var startedAt: TimeInterval = 0
-    /// What the transport told of the exchange for the engine's observers (when the response's head
-    /// arrived, its phases); `nil` without observers. Written on the transport's thread.
-    @exclusivity(unchecked) var measured: LockedState<Measured>?
+    /// The engine that runs it, held weakly: a transport's completion that outlives the engine
+    /// does nothing.
+    weak let engine: APIEngine?
 
-    /// See ``measured``.
+    /// The attempt's phase and what its stages made of it (see ``AttemptMachine``). The attempt
+    /// exists before its request, so that a request that cannot be built fails its attempt like
+    /// any other failure.
+    @exclusivity(unchecked) var machine = AttemptMachine()
+
+    /// See ``AttemptMachine/measured``.
     struct Measured {
         /// When the response's head arrived (the engine's clock).
         var headReceived: TimeInterval?
@@ -49,31 +43,6 @@ final class Attempt: @unchecked Sendable {
         /// The HTTP version the response came in, as the transport told it.
         var protocolVersion: String?
     }
-
-    /// What the transport was given, and when (the engine's clock); `nil` until it was sent.
-    @exclusivity(unchecked) var sent: (options: APITransportOptions, at: TimeInterval)?
-    /// The transport's answer, until the `receive` stage takes it.
-    @exclusivity(unchecked) var answer: Result<APIRawResponse, any Error>?
-    /// The response, once the transport answered with one.
-    @exclusivity(unchecked) var response: APIRawResponse?
-    /// The file its body streams from, if any; a temporary one (a large multipart form) is removed
-    /// with the attempt.
-    @exclusivity(unchecked) var bodyFile: BodyFile?
-    /// Whether a failure may be retried: not once part of a streamed body reached its consumer.
-    @exclusivity(unchecked) var mayRetry = true
-    /// Where the response body goes: memory, a download's file or a stream.
-    @exclusivity(unchecked) var body: AttemptBody = .memory
-    /// Its progress reports, for a task that asks for them; `nil` otherwise.
-    @exclusivity(unchecked) var progress: ProgressChannel?
-    /// The key of the shared flight it boarded (``APIConcurrencyPolicy/Sharing``); `nil` when not shared.
-    @exclusivity(unchecked) var flightKey: SharedFlights.Key?
-    /// The answer it shares with the other attempts of its flight, set before it is given; `nil`
-    /// for an answer of its own.
-    @exclusivity(unchecked) var sharedAnswer: SharedAnswer?
-
-    /// The engine that runs it, held weakly: a transport's completion that outlives the engine
-    /// does nothing.
-    @exclusivity(unchecked) weak var engine: APIEngine?
 
     init(engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, observers: [any APIEngine.Observer]) {
         self.engine = engine
@@ -83,13 +52,11 @@ final class Attempt: @unchecked Sendable {
         self.observers = observers
     }
 
-    /// The request of an attempt not built yet (never sent: nothing reads it before it is built).
-    private static let unbuilt = URLRequest(url: URL(fileURLWithPath: "/"))
-
-    /// The transport's completion: the answer waits here, and the attempt goes on at `receive` where
-    /// the engine's execution says. (A closure capturing only the attempt allocates no context.)
+    /// The transport's completion: the answer waits in the machine, and the attempt goes on at
+    /// `receive` where the engine's execution says; an answer the machine does not take (a second
+    /// one) is dropped. (A closure capturing only the attempt allocates no context.)
     func transportAnswered(_ result: Result<APIRawResponse, any Error>) {
-        answer = result
+        guard machine.answered(result) else { return }
         engine?.run(self, from: .receive)
     }
 
@@ -109,7 +76,7 @@ final class Attempt: @unchecked Sendable {
         case lookUp
         /// Hands the request to the transport (once the machine says the attempt may go).
         case send
-        /// Takes the transport's answer (``Attempt/answer``).
+        /// Takes the transport's answer (``AttemptMachine/takeAnswer()``).
         case receive
         /// Passes the response through the inspectors.
         case inspect

@@ -123,7 +123,7 @@ final class SharedFlights: Sendable {
         // One network attempt: its outcome counts once for the circuit breaker and the retry budget.
         let shared = members.count > 1 ? SharedAnswer() : nil
         for attempt in members {
-            attempt.sharedAnswer = shared
+            attempt.machine.sharedAnswer = shared
             attempt.transportAnswered(result)
         }
     }

@@ -16,7 +16,7 @@ enum TransportStage {
     ) -> Result<APIRawResponse, APIError> {
         var result = result.mapError { error in
             // A relative URL on an engine without a base URL: the transport could not send it.
-            if let url = sent.request.url, url.scheme == nil { return BaseURL.missing(for: url) }
+            if let url = sent.machine.request.url, url.scheme == nil { return BaseURL.missing(for: url) }
             return APIError.wrapTransport(error)
         }
         if case .success(let raw) = result, let limit = sent.task.bag.maxResponseBodySize, raw.body.count > limit {
@@ -26,10 +26,10 @@ enum TransportStage {
             // A transport that does not say where the answer came from answered the request's URL:
             // relative links (`APIRawResponse/links`) resolve against it.
             if raw.url == nil {
-                raw.url = sent.request.url
+                raw.url = sent.machine.request.url
                 result = .success(raw)
             }
-            persistedHeaders?.capture(from: raw, requestURL: sent.request.url)
+            persistedHeaders?.capture(from: raw, requestURL: sent.machine.request.url)
             if let cookies, let url = raw.url {
                 let fields = raw.setCookieFields
                 if !fields.isEmpty { cookies.store(setCookie: fields, from: url, at: now()) }
