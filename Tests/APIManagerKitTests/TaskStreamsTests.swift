@@ -15,12 +15,13 @@ private func report(_ bytes: Int64, attempt: Int = 1) -> APITransferProgress {
 }
 
 private func streamingTask(
-    _ identifier: UInt64, progress: Bool, body: StreamBuffer? = nil, scope: String? = nil
+    _ identifier: UInt64, progress: Bool, body: StreamBuffer? = nil, scope: String? = nil,
+    policy: APIConcurrencyPolicy = .default
 ) -> AnyAPITask {
     AnyAPITask(
         identifier: identifier,
         settings: .init(
-            policy: .default, scope: scope,
+            policy: policy, scope: scope,
             extras: TaskBag.Extras.make(
                 totalTimeout: nil, idempotencyHeader: nil, credentialOrigins: nil, reportsProgress: progress,
                 download: nil, bodyStream: body, addedHeaders: nil)),
@@ -75,6 +76,37 @@ struct TaskStreamsMachineTests {
         let end = Array(h.run { $0.deadlineFired(task, deadline: 5) })
         let failure = APIError.timedOut(deadline: 5, attempts: 1)
         #expect(end.contains(.feedStreams(task, .end(failure: failure, afterReports: 0))), "\(end)")
+    }
+
+    @Test func reportsAreNumberedOnAcrossARetry() {
+        var h = MachineHarness()
+        let task = streamingTask(1, progress: true)
+        h.tasks.append(task)
+        h.run { $0.send(task, observed: false) }
+        h.run { $0.progressReported(task, attempt: 1, progress: report(40)) }
+        h.failForRetry(task, delay: 1)
+        h.run { $0.retryTimerFired(task, attempt: 1) }
+        #expect(
+            Array(h.run { $0.progressReported(task, attempt: 2, progress: report(10, attempt: 2)) }) == [
+                .feedStreams(task, .progress(report(10, attempt: 2), number: 2))
+            ])
+        h.finish(task)
+        #expect(Array(h.lastActions) == [.feedStreams(task, .end(failure: nil, afterReports: 2))])
+    }
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func aTaskCancelledWhileWaitingInLineEndsItsStreamsAfterNoReport(scope: String?) {
+        var h = MachineHarness()
+        let running = streamingTask(1, progress: true, scope: scope, policy: .waitUntilDone)
+        let waiting = streamingTask(2, progress: true, body: StreamBuffer(), scope: scope, policy: .waitUntilDone)
+        h.tasks += [running, waiting]
+        h.run { $0.send(running, observed: false) }
+        h.run { $0.send(waiting, observed: false) }
+        #expect(waiting.phase == .waiting)
+        #expect(
+            Array(h.run { $0.cancel(waiting, reason: .explicit) }) == [
+                .feedStreams(waiting, .end(failure: .cancelled(reason: .explicit), afterReports: 0))
+            ])
     }
 
     @Test func aTaskWithoutStreamsIsFedNothing() {
