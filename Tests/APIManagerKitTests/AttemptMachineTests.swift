@@ -171,9 +171,8 @@ struct AttemptMachineRandomTests {
 @Suite("Attempt machine on an engine: a transport that completes twice", .timeLimit(.minutes(1)))
 struct TransportCompletingTwiceTests {
     /// Answers every request twice, the second time with a `500`, one after the other: inside
-    /// `send`, or on another thread. (A transport must complete once; one that does it twice at the
-    /// same moment on two threads is outside what the engine can keep apart without a lock per
-    /// attempt. In order, the second answer is not heard.)
+    /// `send`, or on another thread. (A transport must complete once; in order, the second answer
+    /// is not heard. Twice at the same moment on two threads: `AttemptLinkEngineTests`.)
     struct TwiceTransport: APITransport {
         let fromAnotherThread: Bool
         func send(

@@ -3,11 +3,12 @@
 // task has ended and nothing else uses that engine.
 //
 // The issue's target is 4; today's counts are pinned here so that no change adds a take unnoticed.
-// Where they go, with a delegate: the send; the attempt's start (is it current, the monitor, the
-// secret names); the claim before the transport; the transport's handle; the check before the
-// manager's hooks build the response; the end; then per delivery run one take for the batch and one
-// to see it is empty, and one per delegate lookup (each event asks the engine for the manager's
-// delegate).
+// Where they go, with a delegate: the send; the attempt's start (is it current, the machine keeping
+// its link, the monitor, the secret names); the claim before the transport; the end; then per
+// delivery run one take for the batch and one to see it is empty, and one per delegate lookup (each
+// event asks the engine for the manager's delegate). The transport's handle and the check before
+// the manager's hooks build the response took two more until issue 42: they are the attempt's own
+// lock's now (its link, `AttemptLink`: the handle, the first answer, the check), not the engine's.
 import APIManagerKitTesting
 import Foundation
 import Testing
@@ -56,18 +57,18 @@ struct LockTakesTests {
     @Test func aPlainGetInlineWithADelegate() async throws {
         let count = try await takes(execution: .inline, awaited: false)
         print("lock takes, inline, delegate: \(count)")
-        #expect(count <= 10)
+        #expect(count <= 8)
     }
 
     @Test func aPlainGetInlineAwaited() async throws {
         let count = try await takes(execution: .inline, awaited: true)
         print("lock takes, inline, awaited: \(count)")
-        #expect(count <= 10)
+        #expect(count <= 8)
     }
 
     @Test func aPlainGetOnTheLanesWithADelegate() async throws {
         let count = try await takes(execution: .concurrent(), awaited: false)
         print("lock takes, lanes, delegate: \(count)")
-        #expect(count <= 13)
+        #expect(count <= 11)
     }
 }

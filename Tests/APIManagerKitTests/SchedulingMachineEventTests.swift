@@ -93,47 +93,62 @@ struct SchedulingMachineEventTests {
     @Test func aSentAttemptIsCancelledThroughItsHandle() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1) }
         let handle = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle) }) == [])
+        #expect(h.start(task, attempt: 1, handle: handle) == 1)
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1) }) == [.send(task, attempt: 1)])
         #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(handle)])
     }
 
-    @Test func anAttemptAbandonedWhileBeingBuiltIsNeverSent() {
+    @Test func anAttemptAbandonedWhileBeingBuiltIsToldAndNeverSent() {
         var h = MachineHarness()
         let task = h.send(.default)
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [], "nothing to cancel yet")
+        let handle = NamedHandle()
+        h.start(task, attempt: 1, handle: handle)
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(handle)], "the attempt is told")
         #expect(Array(h.run { $0.requestBuilt(task, attempt: 1) }) == [], "not handed to the transport")
     }
 
-    @Test func anAttemptAbandonedWhileTheTransportTookItHasItsHandleCancelledWhenItArrives() {
+    @Test func anAttemptMadeAfterItsTaskEndedIsNotKeptAndNeverRuns() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1) }
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [])
+        h.run { $0.cancel(task, reason: .explicit) }
         let handle = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle) }) == [cancel(handle)])
-        let again = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: again) }) == [], "settled once")
+        #expect(h.start(task, attempt: 1, handle: handle) == nil)
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [], "nothing kept")
     }
 
-    @Test func aTransportThatAnsweredInsideSendLeavesNothingToCancel() {
+    @Test func aStaleAttemptIsNotKept() {
         var h = MachineHarness()
         let task = h.send(.default)
+        let current = NamedHandle()
+        h.start(task, attempt: 1, handle: current)
+        #expect(h.start(task, attempt: 2, handle: NamedHandle()) == nil, "not yet begun")
+        #expect(h.start(task, attempt: 0, handle: NamedHandle()) == nil, "an earlier one")
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(current)])
+    }
+
+    @Test func anAttemptThatEndedItsTaskIsNotCancelled() {
+        var h = MachineHarness()
+        let task = h.send(.default)
+        let handle = NamedHandle()
+        h.start(task, attempt: 1, handle: handle)
         h.run { $0.requestBuilt(task, attempt: 1) }
         h.finish(task)
-        let handle = NamedHandle()
-        #expect(Array(h.run { $0.attemptSent(task, attempt: 1, handle: handle) }) == [])
+        #expect(!h.lastActions.contains(cancel(handle)))
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [])
     }
 
-    @Test func anAsyncStepIsKeptWhileItsAttemptRunsAndCancelledAfter() {
+    @Test func aReplayTakesThePlaceOfTheAttemptItReplays() {
         var h = MachineHarness()
         let task = h.send(.default)
-        let step = NamedHandle()
-        #expect(Array(h.run { $0.asyncStepStarted(step, for: task, attempt: 1) }) == [])
-        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(step)])
-        let late = NamedHandle()
-        #expect(Array(h.run { $0.asyncStepStarted(late, for: task, attempt: 1) }) == [cancel(late)])
+        let first = NamedHandle()
+        h.start(task, attempt: 1, handle: first)
+        h.run { $0.requestBuilt(task, attempt: 1) }
+        #expect(Array(h.run { $0.credentialRefused(task, attempt: 1) }) == [.replay(task, attempt: 1)])
+        let replay = NamedHandle()
+        #expect(h.start(task, attempt: 1, handle: replay) == 1)
+        #expect(Array(h.run { $0.cancel(task, reason: .explicit) }) == [cancel(replay)], "building: told, not sent")
+        #expect(Array(h.run { $0.requestBuilt(task, attempt: 1) }) == [])
     }
 
     @Test func aRefusedCredentialIsReplayedOncePerTask() {
@@ -147,10 +162,10 @@ struct SchedulingMachineEventTests {
     @Test func aFailureToRetrySchedulesTheTimerAndItsFiringStartsTheNextAttempt() {
         var h = MachineHarness()
         let task = h.send(.default)
-        let step = NamedHandle()
-        h.run { $0.asyncStepStarted(step, for: task, attempt: 1) }
+        let handle = NamedHandle()
+        h.start(task, attempt: 1, handle: handle)
         h.failForRetry(task, delay: 2)
-        #expect(Array(h.lastActions) == [cancel(step), .scheduleRetry(task, attempt: 1, after: 2)])
+        #expect(Array(h.lastActions) == [.scheduleRetry(task, attempt: 1, after: 2)], "the attempt ended itself")
         #expect(task.phase == .waitingForRetry)
         let timer = NamedHandle()
         #expect(Array(h.run { $0.retryTimerSet(task, attempt: 1, timer: timer) }) == [])
@@ -185,9 +200,9 @@ struct SchedulingMachineEventTests {
     @Test func aDeadlineThatFiresEndsTheTaskAndCancelsWhatItRuns() {
         var h = MachineHarness()
         let task = h.send(.default)
-        h.run { $0.requestBuilt(task, attempt: 1) }
         let handle = NamedHandle()
-        h.run { $0.attemptSent(task, attempt: 1, handle: handle) }
+        h.start(task, attempt: 1, handle: handle)
+        h.run { $0.requestBuilt(task, attempt: 1) }
         #expect(Array(h.run { $0.deadlineFired(task, deadline: 5) }) == [cancel(handle)])
         #expect(task.state.isTerminal)
         #expect(Array(h.run { $0.deadlineFired(task, deadline: 5) }) == [], "once")
@@ -233,9 +248,9 @@ struct SchedulingMachineEventTests {
         var h = MachineHarness()
         let first = h.send(.waitUntilDone, scope: "cart")
         let second = h.send(.waitUntilDone, scope: "cart")
-        h.run { $0.requestBuilt(first, attempt: 1) }
         let handle = NamedHandle()
-        h.run { $0.attemptSent(first, attempt: 1, handle: handle) }
+        h.start(first, attempt: 1, handle: handle)
+        h.run { $0.requestBuilt(first, attempt: 1) }
         let actions = h.run { $0.cancel(first, reason: .explicit) }
         #expect(Array(actions) == [cancel(handle), .start(second, attempt: 1)])
     }
@@ -245,9 +260,9 @@ struct SchedulingMachineEventTests {
         let task = AnyAPITask(identifier: 1, policy: .default)
         h.tasks.append(task)
         h.run { $0.send(task, observed: true) }
-        h.run { $0.requestBuilt(task, attempt: 1) }
         let handle = NamedHandle()
-        h.run { $0.attemptSent(task, attempt: 1, handle: handle) }
+        h.start(task, attempt: 1, handle: handle)
+        h.run { $0.requestBuilt(task, attempt: 1) }
         let before = h.events.count
         let actions = h.run { $0.release() }
         #expect(

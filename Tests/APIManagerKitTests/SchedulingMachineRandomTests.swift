@@ -49,19 +49,24 @@ struct SchedulingMachineRandomTests {
                     harness.run { machine in machine.deadlineFired(task, deadline: 5) }
                 }
             case 10:
-                // The transport takes the attempt; sometimes the task is cancelled in between.
+                // The engine makes the attempt and the transport takes it; sometimes the task is
+                // cancelled in between: the attempt is told exactly when the task ended without it.
                 if let task = live.filter({ $0.phase == .running }).randomElement(using: &random) {
                     let attempt = task.attemptNumber
-                    harness.run { machine in machine.requestBuilt(task, attempt: attempt) }
-                    if pick(3) == 0 {
-                        harness.run { machine in machine.cancel(task, reason: .explicit) }
-                    }
                     let handle = NamedHandle()
-                    let actions = harness.run { machine in
-                        machine.attemptSent(task, attempt: attempt, handle: handle)
+                    #expect(harness.start(task, attempt: attempt, handle: handle) != nil, "seed \(seed) step \(step)")
+                    var told = false
+                    if pick(3) == 0 {
+                        let actions = harness.run { machine in machine.cancel(task, reason: .explicit) }
+                        told = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
                     }
-                    let cancelled = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
-                    #expect(cancelled == (task.phase == .ended), "seed \(seed) step \(step): a handle kept or lost")
+                    let actions = harness.run { machine in machine.requestBuilt(task, attempt: attempt) }
+                    #expect(actions.contains(.send(task, attempt: attempt)) == (task.phase != .ended))
+                    if pick(2) == 0, task.phase != .ended {
+                        let actions = harness.run { machine in machine.cancel(task, reason: .explicit) }
+                        told = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
+                    }
+                    #expect(told == (task.phase == .ended), "seed \(seed) step \(step): an attempt told or not")
                 }
             case 11:
                 // A refused credential, replayed at most once per task.
@@ -86,21 +91,18 @@ struct SchedulingMachineRandomTests {
                     #expect((task.phase == .ended) == terminal, "seed \(seed) step \(step): a cached answer")
                 }
             case 13:
-                // An async step or a retry timer is reported; kept only while it is needed.
+                // An attempt is made, or a retry timer set; kept only while it is needed.
                 if let task = harness.tasks.randomElement(using: &random) {
                     let attempt = task.attemptNumber
                     let handle = NamedHandle()
-                    let waitsForRetry = task.phase == .waitingForRetry
-                    let actions = harness.run { machine in
-                        if waitsForRetry {
-                            machine.retryTimerSet(task, attempt: attempt, timer: handle)
-                        } else {
-                            machine.asyncStepStarted(handle, for: task, attempt: attempt)
-                        }
+                    if task.phase == .waitingForRetry {
+                        harness.run { machine in machine.retryTimerSet(task, attempt: attempt, timer: handle) }
+                    } else {
+                        let counted = harness.start(task, attempt: attempt, handle: handle)
+                        #expect(
+                            (counted != nil) == (task.phase == .running),
+                            "seed \(seed) step \(step): an attempt kept or not")
                     }
-                    let cancelled = actions.contains(.cancel(SchedulingMachine.Handle(handle)))
-                    let needed = waitsForRetry || task.phase == .running
-                    #expect(cancelled != needed || waitsForRetry, "seed \(seed) step \(step): a step kept or lost")
                 }
             case 14:
                 // A debounced or throttled task's quiet wait ends.

@@ -145,8 +145,8 @@ struct SchedulingMachineResilienceTests {
     @Test func aLateAnswerOfAnEndedTaskStillCountsForItsOrigin() {
         var h = harness()
         let task = h.send(.default)
+        h.start(task, attempt: 1, handle: NamedHandle())
         h.run { $0.requestBuilt(task, attempt: 1, network: network(at: 0)) }
-        h.run { $0.attemptSent(task, attempt: 1, handle: NamedHandle()) }
         h.run { $0.cancel(task, reason: .explicit) }
         let actions = h.run {
             $0.attemptEnded(

@@ -43,6 +43,13 @@ struct MachineHarness {
         return task
     }
 
+    /// The engine made the task's attempt `attempt` with `handle` as its link: how its retry policy
+    /// counts it, `nil` when it is not the task's current attempt.
+    @discardableResult
+    mutating func start(_ task: AnyAPITask, attempt: Int, handle: any APICancellable) -> Int? {
+        machine.attemptStarted(task, attempt: attempt, handle: handle)
+    }
+
     /// The task's current attempt finishes with a response.
     mutating func finish(_ task: AnyAPITask) {
         let attempt = task.attemptNumber

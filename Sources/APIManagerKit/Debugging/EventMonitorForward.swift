@@ -7,7 +7,7 @@ import FoundationNetworking
 /// What ``APIEngine/eventMonitor`` installs: an observer among the engine's others, last of them,
 /// that turns what it is told of each attempt into ``APIEvent``s for the monitor's closure. Setting
 /// the monitor puts it in the list the engine's attempts read when they start
-/// (``APIEngine/settingsIfCurrent(_:attempt:)``); there is no other way events reach the monitor.
+/// (``APIEngine/startAttempt(_:attempt:link:)``); there is no other way events reach the monitor.
 ///
 /// | told | the monitor's event |
 /// |---|---|

@@ -6,35 +6,66 @@ import Glibc
 import Musl
 #endif
 
-/// A non-recursive mutex: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere.
-///
-/// One `Lock` guards all the scheduling state of an ``APIEngine`` and of the tasks it owns.
+/// The platform's mutex: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere. Used
+/// only through a pointer that stays where it was made (``Lock``, ``LockedState``).
+#if canImport(Darwin)
+typealias LockPrimitive = os_unfair_lock
+#else
+typealias LockPrimitive = pthread_mutex_t
+#endif
+
+extension UnsafeMutablePointer where Pointee == LockPrimitive {
+    @inline(__always)
+    func initializeLock() {
+        #if canImport(Darwin)
+        initialize(to: os_unfair_lock())
+        #else
+        initialize(to: pthread_mutex_t())
+        pthread_mutex_init(self, nil)
+        #endif
+    }
+
+    @inline(__always)
+    func destroyLock() {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(self)
+        #endif
+        deinitialize(count: 1)
+    }
+
+    @inline(__always)
+    func lock() {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(self)
+        #else
+        pthread_mutex_lock(self)
+        #endif
+    }
+
+    @inline(__always)
+    func unlock() {
+        #if canImport(Darwin)
+        os_unfair_lock_unlock(self)
+        #else
+        pthread_mutex_unlock(self)
+        #endif
+    }
+}
+
+/// A non-recursive mutex with no state of its own (state behind a lock is a ``LockedState``).
 /// Never call user code (delegates, transports, clocks) while holding it.
 final class Lock: @unchecked Sendable {
     // @unchecked: the pointer is allocated once, never reassigned, and only used through the
     // platform's thread-safe lock functions.
-    #if canImport(Darwin)
-    private let primitive: UnsafeMutablePointer<os_unfair_lock>
-    #else
-    private let primitive: UnsafeMutablePointer<pthread_mutex_t>
-    #endif
+    private let primitive: UnsafeMutablePointer<LockPrimitive>
 
     init() {
-        #if canImport(Darwin)
         primitive = .allocate(capacity: 1)
-        primitive.initialize(to: os_unfair_lock())
-        #else
-        primitive = .allocate(capacity: 1)
-        primitive.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(primitive, nil)
-        #endif
+        primitive.initializeLock()
     }
 
     deinit {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(primitive)
-        #endif
-        primitive.deinitialize(count: 1)
+        primitive.destroyLock()
         primitive.deallocate()
     }
 
@@ -45,30 +76,12 @@ final class Lock: @unchecked Sendable {
     #endif
 
     @inline(__always)
-    func lock() {
-        #if canImport(Darwin)
-        os_unfair_lock_lock(primitive)
-        #else
-        pthread_mutex_lock(primitive)
-        #endif
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        primitive.lock()
+        defer { primitive.unlock() }
         #if DEBUG
         takes += 1
         #endif
-    }
-
-    @inline(__always)
-    func unlock() {
-        #if canImport(Darwin)
-        os_unfair_lock_unlock(primitive)
-        #else
-        pthread_mutex_unlock(primitive)
-        #endif
-    }
-
-    @inline(__always)
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        lock()
-        defer { unlock() }
         return try body()
     }
 }

@@ -14,10 +14,14 @@ extension APIEngine {
     /// it starts over (a changed credential, a replay). Nothing is built for an attempt that is no
     /// longer current. Called without the lock.
     func performStart(_ task: AnyAPITask, attempt number: Int, isReplay: Bool = false) {
-        // One locked read: whether to go on, and the settings the attempt keeps.
-        let (current, observers, secretNames) = settingsIfCurrent(task, attempt: number)
-        guard current else { return }
-        let attempt = Attempt(engine: self, task: task, number: number, isReplay: isReplay, observers: observers)
+        // One take of the lock: whether to go on, the machine keeping the attempt's link to end it
+        // by, and the settings the attempt keeps.
+        let link = LockedAttemptLink()
+        let (counted, observers, secretNames) = startAttempt(task, attempt: number, link: link)
+        guard let counted else { return }
+        let attempt = Attempt(
+            engine: self, task: task, number: number, countedNumber: counted, isReplay: isReplay, link: link,
+            observers: observers)
         if !observers.isEmpty {
             attempt.machine.startedAt = clock.now
             tellObservers(.started(attempt: number), of: attempt, at: attempt.machine.startedAt)
@@ -43,14 +47,14 @@ extension APIEngine {
     }
 
     /// Goes on with an attempt whose async stage ended. `hop` when it ended on a thread that is not
-    /// the engine's (a refresh's): the attempt goes on on its work queue, if it is still current.
+    /// the engine's (a refresh's): the attempt goes on on its work queue, unless it is over.
     func resume(_ attempt: Attempt, after stage: Attempt.Stage, with outcome: Attempt.Outcome, hop: Bool) {
         guard hop else {
             advance(attempt, at: stage, with: outcome)
             return
         }
         onExecution(of: attempt.task) { [weak self] in
-            guard let self, self.isCurrent(attempt.task, attempt: attempt.number) else { return }
+            guard let self, !attempt.isOver else { return }
             self.advance(attempt, at: stage, with: outcome)
         }
     }
@@ -76,9 +80,7 @@ extension APIEngine {
                 guard let following = stage.following else { return }
                 next = following
             case .waiting(let work):
-                if let work {
-                    transition { $0.asyncStepStarted(work, for: attempt.task, attempt: attempt.number) }
-                }
+                if let work { attempt.wait(on: work) }
                 return
             case .readyToSend(let copy):
                 // The machine delivers a stored copy first, then admits the attempt (its origin's
@@ -98,7 +100,7 @@ extension APIEngine {
                 }
                 next = .send
             case .sent(let handle):
-                transition { $0.attemptSent(attempt.task, attempt: attempt.number, handle: handle) }
+                attempt.sent(handle)
                 return
             case .refused:
                 let task = attempt.task
@@ -153,11 +155,11 @@ extension APIEngine {
             retryDelay = nil
         } else if let requestedRetry {
             retryDelay = requestedRetry.isFinite ? max(0, requestedRetry) : nil
-        } else if Self.mayRetry(error),
-            let counted = countedAttempt(of: task, attempt: number),
-            let delay = task.retryDelay(afterAttempt: counted, error: error), delay.isFinite
+        } else if Self.mayRetry(error), !attempt.isOver,
+            let delay = task.retryDelay(afterAttempt: attempt.countedNumber, error: error), delay.isFinite
         {
-            // The hook runs only for the current attempt: a late answer never runs the manager's hooks.
+            // The hook runs only for an attempt that is not over: a late answer never runs the
+            // manager's hooks.
             retryDelay = max(0, delay)
         }
         let end = SchedulingMachine.AttemptEnd(
@@ -196,15 +198,5 @@ extension APIEngine {
 
     func retrierLeft(_ task: UInt64, retries: Bool) {
         if let launch = sharedFlights.retrierLeft(task, retries: retries) { self.launch(launch) }
-    }
-
-    func isCurrent(_ task: AnyAPITask, attempt: Int) -> Bool {
-        state.withLock { $0.machine.isCurrent(task, attempt: attempt) }
-    }
-
-    /// The attempt's number as the task's retry policy counts it (attempts that found the network
-    /// unreachable left out); `nil` unless it is the task's current attempt.
-    private func countedAttempt(of task: AnyAPITask, attempt: Int) -> Int? {
-        state.withLock { $0.machine.countedAttempt(of: task, attempt: attempt) }
     }
 }

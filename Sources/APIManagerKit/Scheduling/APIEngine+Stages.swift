@@ -305,9 +305,8 @@ extension APIEngine {
         }
         let result = TransportStage.answer(
             answer, for: attempt, persistedHeaders: settings.persistedHeaders, cookies: cookies, now: clock.date)
-        // Only the task's current attempt is told (the lock is taken only when someone listens).
-        if !attempt.observers.isEmpty, let sent = attempt.machine.sent, isCurrent(attempt.task, attempt: attempt.number)
-        {
+        // Only an attempt that is not over is told (its link is read only when someone listens).
+        if !attempt.observers.isEmpty, let sent = attempt.machine.sent, !attempt.isOver {
             let now = clock.now
             let measured = attempt.machine.measured?.withLock { $0 }
             tellObservers(
@@ -393,12 +392,10 @@ extension APIEngine {
         }
     }
 
-    /// Validates the response and builds the typed one (see ``ResponseStage``); only for the current
-    /// attempt, so a late answer never runs the manager's hooks.
+    /// Validates the response and builds the typed one (see ``ResponseStage``); only for an attempt
+    /// that is not over, so a late answer never runs the manager's hooks.
     private func respond(_ attempt: Attempt) -> Attempt.Outcome {
-        guard let raw = attempt.machine.response, isCurrent(attempt.task, attempt: attempt.number) else {
-            return .dropped
-        }
+        guard let raw = attempt.machine.response, !attempt.isOver else { return .dropped }
         let observed = !attempt.observers.isEmpty
         let start = observed ? clock.now : 0
         let result = ResponseStage.run(attempt.task, result: .success(raw), cache: attempt.machine.cache)

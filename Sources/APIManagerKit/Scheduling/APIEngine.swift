@@ -55,7 +55,7 @@ public final class APIEngine: @unchecked Sendable {
         var delivery: APIEngine.Delivery
         /// Whom each attempt tells what happens to it: the engine's observers, then the forward
         /// ``eventMonitor`` installed, if set; read once when an attempt begins
-        /// (``settingsIfCurrent(_:attempt:)``).
+        /// (``startAttempt(_:attempt:link:)``).
         var attemptObservers: [any APIEngine.Observer] = []
         var secretNames: Set<String> = []
         /// Each manager's delegate, by manager (usually one): weak both ways.
@@ -201,13 +201,16 @@ public final class APIEngine: @unchecked Sendable {
         set { state.withLock { $0.secretNames = newValue } }
     }
 
-    /// Whether `attempt` is still the task's current one, with its observers (the event monitor's
-    /// forward among them) and the secret names it is to be built with: read together, under the
-    /// lock once, when the attempt starts.
-    func settingsIfCurrent(
-        _ task: AnyAPITask, attempt: Int
-    ) -> (current: Bool, observers: [any APIEngine.Observer], secretNames: Set<String>) {
-        state.withLock { ($0.machine.isCurrent(task, attempt: attempt), $0.attemptObservers, $0.secretNames) }
+    /// Starts `attempt` in the machine, which keeps its `link` as the task's handle to end it by
+    /// (``SchedulingMachine/attemptStarted(_:attempt:handle:)``), and reads the settings it is to be
+    /// built with, its observers (the event monitor's forward among them) and the secret names:
+    /// under the lock once. `counted` is `nil` when it is no longer the task's current attempt.
+    func startAttempt(
+        _ task: AnyAPITask, attempt: Int, link: LockedAttemptLink
+    ) -> (counted: Int?, observers: [any APIEngine.Observer], secretNames: Set<String>) {
+        state.withLock {
+            ($0.machine.attemptStarted(task, attempt: attempt, handle: link), $0.attemptObservers, $0.secretNames)
+        }
     }
 
     /// A manager and its delegate, both held weakly: the delegate as the manager's own `Delegate`

@@ -6,7 +6,8 @@ import FoundationNetworking
 
 /// One attempt of a task on its way through the stages, from the built request to the typed
 /// response: the one object every stage reads and extends, its state a value machine
-/// (``AttemptMachine``).
+/// (``AttemptMachine``), and what other threads touch of it another, behind its own lock
+/// (``AttemptLink``).
 ///
 /// A class, so that handing it from stage to stage (and into the transport's completion) passes one
 /// reference instead of copying a dozen fields. It is owned by one stage at a time: the driver runs
@@ -14,12 +15,15 @@ import FoundationNetworking
 /// the transport's completion, each of which orders what came before it.
 final class Attempt: @unchecked Sendable {
     // @unchecked: `machine`, its one mutable property, is owned by one stage at a time (see above;
-    // its own rules in ``AttemptMachine``); the `let`s never change, and `engine` is a weak
-    // reference, which is thread-safe. The runtime's exclusivity checks of `machine` are off: the
-    // same rule makes them redundant.
+    // its own rules in ``AttemptMachine``); `link` is behind its own lock; the `let`s never change,
+    // and `engine` is a weak reference, which is thread-safe. The runtime's exclusivity checks of
+    // `machine` are off: the same rule makes them redundant.
     let task: AnyAPITask
     /// The attempt's number: 1 for the first; a replay keeps its attempt's number.
     let number: Int
+    /// Its number as the task's retry policy counts it: attempts that found the network unreachable
+    /// while the task waits for one are left out (read when it started).
+    let countedNumber: Int
     /// Whether it is the attempt sent again after a credential refresh.
     let isReplay: Bool
     /// Told what happens to the attempt: the engine's observers, then the event monitor's forward
@@ -29,6 +33,9 @@ final class Attempt: @unchecked Sendable {
     /// The engine that runs it, held weakly: a transport's completion that outlives the engine
     /// does nothing.
     weak let engine: APIEngine?
+    /// Whether it is over, what it waits on, whether its transport answered: shared with the thread
+    /// that ends its task (the scheduling machine keeps it as the task's handle and cancels it).
+    let link: LockedAttemptLink
 
     /// The attempt's phase and what its stages made of it (see ``AttemptMachine``). The attempt
     /// exists before its request, so that a request that cannot be built fails its attempt like
@@ -44,20 +51,40 @@ final class Attempt: @unchecked Sendable {
         var protocolVersion: String?
     }
 
-    init(engine: APIEngine, task: AnyAPITask, number: Int, isReplay: Bool, observers: [any APIEngine.Observer]) {
+    init(
+        engine: APIEngine, task: AnyAPITask, number: Int, countedNumber: Int, isReplay: Bool,
+        link: LockedAttemptLink, observers: [any APIEngine.Observer]
+    ) {
         self.engine = engine
         self.task = task
         self.number = number
+        self.countedNumber = countedNumber
         self.isReplay = isReplay
+        self.link = link
         self.observers = observers
     }
 
-    /// The transport's completion: the answer waits in the machine, and the attempt goes on at
-    /// `receive` where the engine's execution says; an answer the machine does not take (a second
-    /// one) is dropped. (A closure capturing only the attempt allocates no context.)
+    /// The transport's completion: its first answer only (``AttemptLink/answer()``, whichever
+    /// thread gives it) waits in the machine, and the attempt goes on at `receive` where the
+    /// engine's execution says. (A closure capturing only the attempt allocates no context.)
     func transportAnswered(_ result: Result<APIRawResponse, any Error>) {
-        guard machine.answered(result) else { return }
+        guard link.withLock({ $0.answer() }), machine.answered(result) else { return }
         engine?.run(self, from: .receive)
+    }
+
+    /// Whether its task ended (or moved on) while it ran: then nothing more is worth doing for it.
+    var isOver: Bool { link.withLock { $0.isOver } }
+
+    /// The attempt waits on `work`, an async step: cancelled if the attempt ends, at once if it is
+    /// over already.
+    func wait(on work: any APICancellable) {
+        if case .cancel(let handle) = link.withLock({ $0.wait(on: work) }) { handle.cancellable.cancel() }
+    }
+
+    /// The transport took the request (``AttemptLink/sent(_:)``): its handle is cancelled if the
+    /// attempt ends, at once if it is over already.
+    func sent(_ handle: any APICancellable) {
+        if case .cancel(let handle) = link.withLock({ $0.sent(handle) }) { handle.cancellable.cancel() }
     }
 
     /// What interceptors are told about the attempt.
@@ -110,13 +137,14 @@ final class Attempt: @unchecked Sendable {
         /// Go on with the next stage.
         case next
         /// An async step runs (a wait for a refresh, interceptors): it resumes the attempt when done.
-        /// The machine keeps its handle, to cancel it if the task ends; `nil` when the step already
+        /// The attempt's link keeps its handle, to cancel it if the task ends; `nil` when the step already
         /// finished (it ran inline and resumed the attempt before returning).
         case waiting((any APICancellable)?)
         /// The request is ready for the transport: the machine decides whether it may go. A stored
         /// copy, if any, is delivered first (``APIResponseCache/Option/both``).
         case readyToSend(cachedCopy: AnyAPITask.BuiltResponse?)
-        /// The transport has the request (its answer resumes the attempt).
+        /// The transport has the request (its answer resumes the attempt); the attempt's link keeps
+        /// its handle.
         case sent(any APICancellable)
         /// The response refuses the credential: the machine decides whether it is sent again.
         case refused

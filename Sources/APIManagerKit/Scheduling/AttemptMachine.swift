@@ -14,8 +14,8 @@ import FoundationNetworking
 /// The rules it keeps: the request is built once; the transport's answer is taken only while the
 /// request is on its way (a transport that completes twice, or after the attempt is over, is not
 /// heard again), and handed on once; nothing happens to an attempt that is over. (A transport that
-/// completes twice at the same moment on two threads breaks ``APITransport``'s contract in a way
-/// no value can catch without a lock per attempt, which the engine does not take.) The
+/// completes twice at the same moment on two threads is heard once too: its first answer is taken
+/// under the attempt's own lock, ``AttemptLink/answer()``, before it reaches this machine.) The
 /// `Attempt` holds it in its one mutable property, owned by one stage at a time (the driver runs
 /// the stages one after another and hands the attempt to another thread only through a queue, a
 /// Swift task or the transport's completion); the stages read its data through stored properties

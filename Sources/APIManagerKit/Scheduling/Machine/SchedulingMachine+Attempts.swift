@@ -16,7 +16,7 @@ extension SchedulingMachine {
         }
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
-            running.progress = .starting  // a replay sends the attempt again
+            running.isSent = true
             task.record.lifecycle = .running(running)
             actions.append(.send(task, attempt: attempt))
             return actions
@@ -49,41 +49,22 @@ extension SchedulingMachine {
         }
     }
 
-    /// An async step of the attempt started (an interceptor, a wait for a refresh): kept, to be
-    /// cancelled if the task ends, or cancelled at once when the attempt is no longer current.
-    mutating func asyncStepStarted(
-        _ work: any APICancellable, for task: AnyAPITask, attempt: Int
-    ) -> Actions {
-        var actions = Actions()
-        switch task.record.lifecycle {
-        case .running(var running) where running.number == attempt:
-            running.work.append(work)
-            task.record.lifecycle = .running(running)
-        default:
-            actions.append(.cancel(Handle(work)))
-        }
-        return actions
-    }
-
-    /// The transport took the attempt and gave its handle; a task that ended meanwhile has it
-    /// cancelled.
-    mutating func attemptSent(
-        _ task: AnyAPITask, attempt: Int, handle: any APICancellable
-    ) -> Actions {
-        var actions = Actions()
+    /// The engine made the attempt: it keeps `handle` (the attempt) to cancel it if the task ends
+    /// while it runs, and says how the task's retry policy counts it (the attempts started, less
+    /// those that ended for want of a network); `nil` when it is no
+    /// longer the task's current attempt, which then never runs. A replay's attempt (the same number,
+    /// after a refresh) takes the place of the one it replays.
+    mutating func attemptStarted(_ task: AnyAPITask, attempt: Int, handle: any APICancellable) -> Int? {
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
-            // Unless the transport completed inside `send`.
-            if case .starting = running.progress { running.progress = .sent(handle) }
+            running.handle = handle
+            running.isSent = false
             task.record.lifecycle = .running(running)
-        case .ended(var ending) where ending.abandonedAttempt == attempt:
-            ending.abandonedAttempt = nil
-            task.record.lifecycle = .ended(ending)
-            actions.append(.cancel(Handle(handle)))
+            return attempt - (task.record.connectivityWait?.offlineAttempts ?? 0)
         case let other:
             task.record.lifecycle = other
+            return nil
         }
-        return actions
     }
 
     /// The attempt's credential was refused: ``Action/replay(_:attempt:)`` when it may be sent again
@@ -123,7 +104,6 @@ extension SchedulingMachine {
         if isCurrent(task, attempt: attempt) {
             switch (failure, retryDelay) {
             case (let error?, let delay?):
-                cancelWork(of: task, into: &actions)
                 task.record.lifecycle = .waitingForRetry(attempt: attempt, timer: nil)
                 emit(.willRetry(delay: delay, error: error), for: task, into: &actions)
                 if delay == 0 {

@@ -21,20 +21,12 @@ struct ConnectivityState {
 }
 
 extension SchedulingMachine {
-    /// The attempts of the task its retry policy counts: those started, less those that ended for
-    /// want of a network while it waits for one; `nil` unless `attempt` is its current attempt.
-    func countedAttempt(of task: AnyAPITask, attempt: Int) -> Int? {
-        guard isCurrent(task, attempt: attempt) else { return nil }
-        return attempt - (task.record.connectivityWait?.offlineAttempts ?? 0)
-    }
-
     /// The current attempt of a task that waits for the network failed for want of one: the task
     /// waits (holding its place, the attempt not counted against its retries) and the engine,
     /// offline now, schedules a probe unless its path already says it is unreachable.
     mutating func attemptFoundOffline(_ task: AnyAPITask, attempt: Int, error: APIError) -> Actions {
         var actions = Actions()
         guard isCurrent(task, attempt: attempt) else { return actions }
-        cancelWork(of: task, into: &actions)
         waits(task).offlineAttempts += 1
         connectivity.failedOffline = true
         waitForConnectivity(task, error: error, into: &actions)

@@ -106,12 +106,6 @@ extension SchedulingMachine {
         }
     }
 
-    /// Cancels the async steps of the task's running attempt.
-    func cancelWork(of task: AnyAPITask, into actions: inout Actions) {
-        guard case .running(let running) = task.record.lifecycle else { return }
-        for work in running.work { actions.append(.cancel(Handle(work))) }
-    }
-
     /// Ends the task: what it still runs is cancelled, its terminal event queued, its async caller
     /// told, and its place in the scope given up. `attemptIsOver` when its current attempt itself
     /// ended it (its transport call, if still in progress, is done).
@@ -126,12 +120,12 @@ extension SchedulingMachine {
             task.record.lifecycle = .ended(ended)
             return
         case .running(let running):
-            // An attempt that ended the task itself has nothing left to cancel on the transport.
-            switch running.progress {
-            case .sent(let handle): if !attemptIsOver { actions.append(.cancel(Handle(handle))) }
-            case .starting: if !attemptIsOver { ending.abandonedAttempt = running.number }
+            // An attempt that ended the task itself has nothing left to cancel; another is told (it
+            // cancels what it waits on), and one whose request is still being built is never sent.
+            if !attemptIsOver {
+                if let handle = running.handle { actions.append(.cancel(Handle(handle))) }
+                if !running.isSent { ending.abandonedAttempt = running.number }
             }
-            for work in running.work { actions.append(.cancel(Handle(work))) }
         case .waitingForRetry(_, let timer?), .waiting(let timer?):
             actions.append(.cancel(Handle(timer)))
         case .created, .waiting, .waitingForRetry, .waitingForConnectivity:

@@ -7,9 +7,10 @@
 /// other way round); a slot the group hands to a task of another engine is an action
 /// (``Action/grantSlot(_:)``), performed after the lock is released.
 ///
-/// Events, by file of this folder: a task sent, cancelled, the engine released (here); an attempt's
-/// steps, its request built (admitted by the circuit, `+Resilience`), sent, its credential refused,
-/// its progress, its end (`+Attempts`); timers set and firing (`+Timers`); a group's slot granted
+/// Events, by file of this folder: a task sent, cancelled, the engine released (here); an attempt
+/// made (the machine keeps its link, ``AttemptLink``, and cancels it if the task ends while the
+/// attempt runs: the attempt then learns it is over without asking), its request built (admitted by
+/// the circuit, `+Resilience`), its credential refused, its progress, its end (`+Attempts`); timers set and firing (`+Timers`); a group's slot granted
 /// (`+Transitions`). What each policy does when a task is sent is one function in `+Policies`.
 ///
 /// What ends with a task is decided in `end` (`+Transitions`), the one place a task ends: its

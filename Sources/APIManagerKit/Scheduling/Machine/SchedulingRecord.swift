@@ -26,18 +26,13 @@ struct SchedulingRecord {
 
     struct RunningAttempt {
         let number: Int
-        var progress = Progress.starting
-        /// The attempt's async steps that did not finish at once (interceptors, a wait for a
-        /// refresh): cancelled when the task ends. Cancelling one that already finished does
-        /// nothing, so steps that finished are not taken out one by one.
-        var work: [any APICancellable] = []
-    }
-
-    enum Progress {
-        /// The engine is building the request or calling the transport.
-        case starting
-        /// The transport has the request.
-        case sent(any APICancellable)
+        /// The attempt itself, once the engine made it (``SchedulingMachine/attemptStarted(_:attempt:handle:)``):
+        /// cancelling it ends it on whatever thread runs it and cancels what it waits on (an async
+        /// step, the transport), which the attempt keeps (``AttemptLink``). Cancelled when the task
+        /// ends while the attempt runs.
+        var handle: (any APICancellable)?
+        /// Its request was built and admitted: it is handed, or being handed, to the transport.
+        var isSent = false
     }
 
     struct Ending {
@@ -45,8 +40,8 @@ struct SchedulingRecord {
         /// itself is not kept: a task the caller holds after it ended does not keep its body alive.
         var failure: APIError?
         var source: APIResponseCache.Source?
-        /// The attempt whose transport call was in progress when the task ended: its handle is
-        /// cancelled when it arrives, or, not yet sent, it never is.
+        /// The attempt whose request was being built when the task ended: it is never sent, and its
+        /// origin's admission is given back when it is built (``SchedulingMachine/requestBuilt(_:attempt:isReplay:cachedCopy:network:isMonitored:)``).
         var abandonedAttempt: Int?
     }
 
@@ -65,7 +60,7 @@ struct SchedulingRecord {
     /// A task's waits for the network. Guarded by the engine's lock.
     final class ConnectivityWait {
         /// The attempts that ended for want of a network: not counted when its retry policy decides
-        /// (``SchedulingMachine/countedAttempt(of:attempt:)``).
+        /// (``SchedulingMachine/attemptStarted(_:attempt:handle:)``).
         var offlineAttempts = 0
         /// The limit of the current wait is scheduled: from when it began to wait, across the
         /// probes' attempts, until an attempt reaches a server.
