@@ -160,8 +160,10 @@ final class LockedList<Element>: @unchecked Sendable {
 
 @Suite("Attempt link on an engine: what another thread does to an attempt", .timeLimit(.minutes(1)))
 struct AttemptLinkEngineTests {
-    /// Answers every request twice at the same moment, on two threads: a `200` and a `500`.
+    /// Answers every request twice at the same moment, on two threads: a `200` and a `500`; counts
+    /// the requests it answered both times.
     struct RacingTransport: OptionsTransport {
+        let answered = LockedCounter()
         func send(
             _ request: URLRequest, options: APITransportOptions,
             completion: @escaping @Sendable (Result<APIRawResponse, any Error>) -> Void
@@ -171,6 +173,7 @@ struct AttemptLinkEngineTests {
                     let status = index == 0 ? 200 : 500
                     completion(.success(APIRawResponse(statusCode: status, body: Data("\"\(status)\"".utf8))))
                 }
+                answered.increment()
             }
             return NothingToCancel()
         }
@@ -190,17 +193,22 @@ struct AttemptLinkEngineTests {
 
     @Test(arguments: [APIEngine.Execution.inline, .concurrent()])
     func aTransportAnsweringTwiceAtOnceOnTwoThreadsIsHeardOnce(execution: APIEngine.Execution) async throws {
+        let transport = RacingTransport()
         let words = Words(
-            engine: APIEngine(transport: RacingTransport(), clock: TestClock(), delivery: .inline, execution: execution)
-        )
+            engine: APIEngine(transport: transport, clock: TestClock(), delivery: .inline, execution: execution))
         let recorder = EventRecorder()
         words.delegate = recorder
         var tasks: [APITask<TestRequest>] = []
         for _ in 0..<100 { tasks.append(words.send(TestRequest("/word"))) }
+        let isEnd = { (event: String) in event == "finished" || event.hasPrefix("failed") }
+        // Both answers given to every request, and every task told its end (after the lock).
+        while transport.answered.value < tasks.count { await Task.yield() }
         for task in tasks {
-            while !task.state.isTerminal { await Task.yield() }
+            while !recorder.events(of: task).contains(where: isEnd) { await Task.yield() }
+        }
+        for task in tasks {
             let events = recorder.events(of: task)
-            #expect(events.filter { $0 == "finished" || $0.hasPrefix("failed") }.count == 1, "\(events)")
+            #expect(events.filter(isEnd).count == 1, "\(events)")
             #expect(events.first == "start 1")
         }
     }
@@ -265,6 +273,7 @@ struct AttemptLinkEngineTests {
         #expect(transport.cancellations == 1, "the transport's handle, through the attempt's link")
         transport.answerAll()
         #expect(CountedWord.built.value == before, "a late answer runs no hook")
+        while !recorder.events(of: task).contains(where: { $0.hasPrefix("failed") }) { await Task.yield() }
         #expect(recorder.events(of: task).filter { $0.hasPrefix("failed") }.count == 1)
     }
 }

@@ -213,7 +213,8 @@ struct TransportCompletingTwiceTests {
         }
         let task = words.send(TestRequest("/word"))
         #expect(try await words.response(for: TestRequest("/word")).value == "first")
-        while !task.state.isTerminal { await Task.yield() }
+        // The state is terminal before the delegate is told (after the lock): wait for the event.
+        while !recorder.events(of: task).contains("finished") { await Task.yield() }
         #expect(task.state == .finished)
         #expect(recorder.events(of: task) == ["start 1", "finished"], "one end, the first answer's")
     }

@@ -28,7 +28,7 @@ extension APIEngine {
         }
         switch BuildRequestStage.run(
             task, baseURL: settings.baseURL, persistedHeaders: settings.persistedHeaders,
-            defaultHeaders: settings.defaultHeaders,
+            defaultHeaders: settings.defaultHeaders, defaultHeadersRefusal: defaultHeadersRefusal,
             cookies: cookies,
             defersForms: acceptsBodyWriters, now: clock.date)
         {
@@ -38,7 +38,7 @@ extension APIEngine {
             var sensitiveHeaders = built.sensitiveHeaders
             if !secretNames.isEmpty { sensitiveHeaders.formUnion(secretNames) }
             attempt.machine.built(
-                built.request, sensitiveHeaders: sensitiveHeaders,
+                built.request, sensitiveHeaders: sensitiveHeaders, hasUncheckedHeaders: built.hasUncheckedHeaders,
                 bodyFile: built.request.httpBodyStream.flatMap { BodyFile.claim($0) })
             advance(attempt, at: .authenticate, with: perform(.authenticate, of: attempt))
         case .failure(let error):

@@ -47,6 +47,7 @@ extension APIEngine {
             if let credential = grant.credential {
                 let before = attempt.machine.request.allHTTPHeaderFields ?? [:]
                 authentication.authenticator.apply(credential, to: &attempt.machine.request)
+                attempt.machine.hasUncheckedHeaders = true
                 // Whatever the authenticator set is a credential: redacted, and dropped on a
                 // redirect to another origin.
                 for (name, value) in attempt.machine.request.allHTTPHeaderFields ?? [:] where before[name] != value {
@@ -71,6 +72,7 @@ extension APIEngine {
                     request = try await adapter.adapt(request, for: attempt.context)
                 }
                 attempt.machine.request = request
+                attempt.machine.hasUncheckedHeaders = true
                 outcome = .next
             } catch {
                 outcome = .failed(
@@ -93,7 +95,9 @@ extension APIEngine {
             attempt.machine.grant = nil
         }
         do {
-            try BuildRequestStage.check(attempt.machine.request, totalTimeout: attempt.task.bag.totalTimeout)
+            try BuildRequestStage.check(
+                attempt.machine.request, hasUncheckedHeaders: attempt.machine.hasUncheckedHeaders,
+                totalTimeout: attempt.task.bag.totalTimeout)
         } catch {
             return .failed(error)
         }

@@ -29,6 +29,9 @@ public final class APIEngine: @unchecked Sendable {
     /// Whether the engine has a circuit breaker or a retry budget: read for every attempt, so kept
     /// as one flag.
     let hasResilience: Bool
+    /// What fails every request when a default header could inject lines into a request; `nil`
+    /// when they are sound: checked once, when the engine is made, not for every request.
+    let defaultHeadersRefusal: APIError?
     /// The interceptors that adapt requests, in order.
     let adapters: [any APIRequestAdapter]
     /// The interceptors that inspect responses, in order.
@@ -117,6 +120,7 @@ public final class APIEngine: @unchecked Sendable {
         self.asyncWork = AsyncWork(execution: configuration.execution)
         self.acceptsBodyWriters = configuration.transport.acceptsBodyWriters
         self.hasResilience = configuration.circuitBreaker != nil || configuration.retryBudget != nil
+        self.defaultHeadersRefusal = BuildRequestStage.refusal(of: configuration.defaultHeaders)
         self.state = LockedState(
             State(
                 machine: SchedulingMachine(

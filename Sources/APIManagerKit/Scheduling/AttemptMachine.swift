@@ -61,6 +61,10 @@ struct AttemptMachine {
     var sensitiveHeaders: Set<String> = []
     /// The credential the authentication granted, with its generation; `nil` for none.
     var grant: APIAuthentication.Grant?
+    /// Headers were added that nobody checked (persisted ones, a cookie, the credential, the
+    /// adapters'): the `prepare` stage checks them all. The request's own were checked when it was
+    /// built, the engine's default ones when the engine was made (``BuildRequestStage``).
+    var hasUncheckedHeaders = false
     /// The file its body streams from, if any; a temporary one (a large multipart form) is removed
     /// with the attempt.
     var bodyFile: BodyFile?
@@ -99,11 +103,14 @@ struct AttemptMachine {
 
     /// Its request was built; `false` (nothing kept) unless it was `unbuilt`.
     @discardableResult
-    mutating func built(_ request: URLRequest, sensitiveHeaders: Set<String>, bodyFile: BodyFile?) -> Bool {
+    mutating func built(
+        _ request: URLRequest, sensitiveHeaders: Set<String>, hasUncheckedHeaders: Bool = false, bodyFile: BodyFile?
+    ) -> Bool {
         guard phase == .unbuilt else { return false }
         phase = .preparing
         self.request = request
         self.sensitiveHeaders = sensitiveHeaders
+        self.hasUncheckedHeaders = hasUncheckedHeaders
         self.bodyFile = bodyFile
         return true
     }
