@@ -179,17 +179,8 @@ struct AttemptLinkEngineTests {
         }
     }
 
-    struct Word: APIResponse, Decodable {
-        let value: String
-        init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(String.self) }
-    }
-
-    final class Words: APIManager {
-        typealias Request = TestRequest
-        typealias Response = Word
-        let engine: APIEngine
-        init(engine: APIEngine) { self.engine = engine }
-    }
+    /// The manager of `TransportCompletingTwiceTests`, answered with strings.
+    typealias Words = TransportCompletingTwiceTests.Words
 
     @Test(arguments: [APIEngine.Execution.inline, .concurrent()])
     func aTransportAnsweringTwiceAtOnceOnTwoThreadsIsHeardOnce(execution: APIEngine.Execution) async throws {
