@@ -49,11 +49,11 @@ extension SchedulingMachine {
         }
     }
 
-    /// The engine made the attempt: it keeps `handle` (the attempt) to cancel it if the task ends
-    /// while it runs, and says how the task's retry policy counts it (the attempts started, less
-    /// those that ended for want of a network); `nil` when it is no
-    /// longer the task's current attempt, which then never runs. A replay's attempt (the same number,
-    /// after a refresh) takes the place of the one it replays.
+    /// The engine made the attempt: the machine keeps `handle` (the attempt's link, ``AttemptLink``)
+    /// to cancel it if the task ends while it runs, and says how the task's retry policy counts the
+    /// attempt (the attempts started, less those that ended for want of a network); `nil` when it
+    /// is no longer the task's current attempt, which then never runs. A replay's attempt (the same
+    /// number, after a refresh) takes the place of the one it replays.
     mutating func attemptStarted(_ task: AnyAPITask, attempt: Int, handle: any APICancellable) -> Int? {
         switch task.record.takeLifecycle() {
         case .running(var running) where running.number == attempt:
