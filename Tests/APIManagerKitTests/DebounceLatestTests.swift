@@ -146,7 +146,15 @@ struct DebounceLatestTests {
         let long = Task.detached { try? await manager.response(for: request) }
         while clock.pendingTimerCount < 2 { await Task.yield() }
         clock.advance(by: 0.3)
-        while transport.records.count < 2 { await Task.yield() }
+        // The short search cancelled on the wire, and the long one's answer (0.1 s on the clock)
+        // scheduled: the mock records a request before it schedules its answer, so a clock moved as
+        // soon as the record is there may move before the answer's timer exists, which then never
+        // fires (a hang seen under ThreadSanitizer on a busy machine).
+        while transport.records.count < 2 || transport.records[0].outcome != .cancelled
+            || clock.pendingTimerCount != 1
+        {
+            await Task.yield()
+        }
         clock.advance(by: 2)
         #expect(await long.value?.value == "swift")
         #expect(short.state.name == "cancelled(policy)")
