@@ -63,4 +63,68 @@ struct DefaultHeadersTests {
         #expect(task.state.name == "invalidRequest")
         #expect(harness.transport.records.isEmpty)
     }
+
+    // The default headers are checked once, when the engine is made; a request's own when it is
+    // built; what is added afterwards before the request goes. These are the later additions. On
+    // Apple platforms the check refuses them; FoundationNetworking's `URLRequest` drops a value with
+    // a line break when it is set, so on Linux the request goes without it: either way no line
+    // reaches the wire.
+
+    /// Whether any request the transport saw carries a header with a line break, or the line the
+    /// value tried to inject.
+    private static func anInjectedLineWasSent(_ transport: MockTransport) -> Bool {
+        transport.records.contains { record in
+            let fields = record.request.allHTTPHeaderFields ?? [:]
+            return fields["X-Injected"] != nil
+                || fields.contains { $0.key.contains(where: \.isNewline) || $0.value.contains(where: \.isNewline) }
+        }
+    }
+
+    struct LineBreakingAuthenticator: APIAuthentication.Authenticator {
+        func apply(_ credential: APIAuthentication.Credential, to request: inout URLRequest) {
+            request.setValue(credential.accessToken, forHTTPHeaderField: "X-Session")
+        }
+        func isRefused(_ response: APIRawResponse, to request: URLRequest) -> Bool { false }
+        func refresh(_ credential: APIAuthentication.Credential) async throws -> APIAuthentication.Credential {
+            credential
+        }
+    }
+
+    @Test func aCredentialThatCouldInjectALineFailsTheRequestAndIsNeverSent() {
+        let authentication = APIAuthentication(authenticator: LineBreakingAuthenticator(), clock: TestClock())
+        authentication.signIn(with: APIAuthentication.Credential(accessToken: "s1\r\nX-Injected: yes"))
+        let harness = Harness(authentication: authentication)
+        let task = harness.send(TestRequest("/ok"))
+        #expect(!Self.anInjectedLineWasSent(harness.transport))
+        #if canImport(Darwin)
+        #expect(task.state.name == "invalidRequest")
+        #expect(harness.transport.records.isEmpty)
+        #endif
+    }
+
+    @Test(arguments: [nil, "cart"] as [String?])
+    func aPersistedHeaderThatCouldInjectALineFailsTheRequestAndIsNeverSent(scope: String?) async {
+        let clock = TestClock()
+        let transport = MockTransport(clock: clock)
+        transport.stub(nil, "/ok", .json("{}"))
+        let store = APIAuthentication.InMemoryCredentialStore()
+        store.save(["access-token": "tok\r\nX-Injected: yes"], forOrigin: "https://api.test:443")
+        let manager = TestManager(
+            engine: APIEngine(
+                transport: transport, clock: clock, delivery: .inline, execution: .inline,
+                persistedHeaders: APIAuthentication.PersistedHeaders(store: store)))
+        var request = TestRequest("/ok")
+        request.concurrencyScope = scope
+        var refusal: String?
+        do {
+            _ = try await manager.response(for: request)
+        } catch {
+            refusal = describe(error)
+        }
+        #expect(!Self.anInjectedLineWasSent(transport))
+        #if canImport(Darwin)
+        #expect(refusal?.hasPrefix("invalidRequest") == true, "\(String(describing: refusal))")
+        #expect(transport.records.isEmpty)
+        #endif
+    }
 }

@@ -7,7 +7,9 @@ import Musl
 #endif
 
 /// The platform's mutex: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere. Used
-/// only through a pointer that stays where it was made (``Lock``, ``LockedState``).
+/// only through a pointer that stays where it was made (``Lock``, ``LockedAttemptLink``), and
+/// held only by its `withLock(_:)`: no `unlock()` is paired by hand
+/// anywhere else.
 #if canImport(Darwin)
 typealias LockPrimitive = os_unfair_lock
 #else
@@ -33,22 +35,17 @@ extension UnsafeMutablePointer where Pointee == LockPrimitive {
         deinitialize(count: 1)
     }
 
+    /// Runs `body` while holding the mutex.
     @inline(__always)
-    func lock() {
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
         #if canImport(Darwin)
         os_unfair_lock_lock(self)
+        defer { os_unfair_lock_unlock(self) }
         #else
         pthread_mutex_lock(self)
+        defer { pthread_mutex_unlock(self) }
         #endif
-    }
-
-    @inline(__always)
-    func unlock() {
-        #if canImport(Darwin)
-        os_unfair_lock_unlock(self)
-        #else
-        pthread_mutex_unlock(self)
-        #endif
+        return try body()
     }
 }
 
@@ -77,11 +74,11 @@ final class Lock: @unchecked Sendable {
 
     @inline(__always)
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        primitive.lock()
-        defer { primitive.unlock() }
-        #if DEBUG
-        takes += 1
-        #endif
-        return try body()
+        try primitive.withLock {
+            #if DEBUG
+            takes += 1
+            #endif
+            return try body()
+        }
     }
 }

@@ -79,13 +79,13 @@ final class Attempt: @unchecked Sendable {
     /// The attempt waits on `work`, an async step: cancelled if the attempt ends, at once if it is
     /// over already.
     func wait(on work: any APICancellable) {
-        if case .cancel(let handle) = link.withLock({ $0.wait(on: work) }) { handle.cancellable.cancel() }
+        link.handle { $0.wait(on: work) }
     }
 
     /// The transport took the request (``AttemptLink/sent(_:)``): its handle is cancelled if the
     /// attempt ends, at once if it is over already.
     func sent(_ handle: any APICancellable) {
-        if case .cancel(let handle) = link.withLock({ $0.sent(handle) }) { handle.cancellable.cancel() }
+        link.handle { $0.sent(handle) }
     }
 
     /// What interceptors are told about the attempt.

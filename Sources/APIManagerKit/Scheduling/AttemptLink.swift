@@ -81,16 +81,18 @@ struct LockedAttemptLink: APICancellable, @unchecked Sendable {
 
     @inline(__always)
     func withLock<Result>(_ body: (inout AttemptLink) -> Result) -> Result {
-        storage.withUnsafeMutablePointers { link, lock in
-            lock.lock()
-            defer { lock.unlock() }
-            return body(&link.pointee)
-        }
+        storage.withUnsafeMutablePointers { link, lock in lock.withLock { body(&link.pointee) } }
+    }
+
+    /// Runs `event` on the link and performs the action it returns, once the lock is released.
+    @inline(__always)
+    func handle(_ event: (inout AttemptLink) -> AttemptLink.Action) {
+        if case .cancel(let handle) = withLock(event) { handle.cancellable.cancel() }
     }
 
     /// Ends the attempt (``AttemptLink/end()``) and cancels what it waited on.
     func cancel() {
-        if case .cancel(let handle) = withLock({ $0.end() }) { handle.cancellable.cancel() }
+        handle { $0.end() }
     }
 
     /// The link (the header) and the platform's mutex (the one tail element). A `ManagedBuffer`'s
